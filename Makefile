@@ -1,0 +1,48 @@
+# Two commands on a fresh machine: `make demo` (the main job) and `make test` (the tests).
+# Both create .venv when missing and install the project with the extras they need.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+DEMO_EXTRAS := fast
+TEST_EXTRAS := dev,fast,dist,plot,data
+
+.PHONY: demo test test-all lint bench clean venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# One stamp per extras set, rebuilt when pyproject.toml changes.
+$(VENV)/.stamp-%: pyproject.toml | $(PY)
+	$(PIP) install -q -e ".[$(subst +,$(comma),$*)]"
+	touch $@
+
+comma := ,
+DEMO_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(DEMO_EXTRAS))
+TEST_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(TEST_EXTRAS))
+
+venv: $(TEST_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(VENV)/bin/minsep list
+	@echo "(compare lands with the exact accountants)"
+
+test: $(TEST_STAMP)
+	$(PY) -m pytest -q
+
+test-all: $(TEST_STAMP)
+	$(PY) -m pytest -q -m "not gpu"
+
+lint: $(TEST_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy framework schemes strategies accountants training minsep
+
+bench: $(TEST_STAMP)
+	$(PY) -m minsep.bench
+	$(PY) -m pytest tests/benchmarks --benchmark-only -q -m "not gpu and not slow or slow"
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

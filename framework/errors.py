@@ -1,0 +1,46 @@
+"""The minsep exception hierarchy.
+
+Every error minsep raises on purpose derives from :class:`MinsepError`, so callers can catch the
+whole family. Configuration problems are also :class:`ValueError` so that generic code that
+expects ``ValueError`` for bad arguments keeps working.
+"""
+
+from __future__ import annotations
+
+
+class MinsepError(Exception):
+    """Root of every error raised on purpose by minsep."""
+
+
+class ConfigurationError(MinsepError, ValueError):
+    """A parameter is outside its allowed range; raised at construction time.
+
+    The message always names the parameter, the offending value and the allowed range.
+    """
+
+
+class InfeasibleError(ConfigurationError):
+    """Parameters are individually valid but jointly infeasible (e.g. ``p0 > 1/b``)."""
+
+
+class NotAccountableError(MinsepError, TypeError):
+    """An accountant was asked about a (scheme, strategy) pair it has no route for."""
+
+
+class CalibrationError(MinsepError):
+    """Noise calibration could not certify any candidate noise multiplier."""
+
+
+class BackendUnavailableError(MinsepError, RuntimeError):
+    """The requested array backend (e.g. cupy) is not installed or has no usable device."""
+
+
+class UnknownNameError(MinsepError, KeyError):
+    """A registry lookup failed; the message suggests close names."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class CheckpointError(MinsepError):
+    """A checkpoint is corrupt or was written for other parameters."""

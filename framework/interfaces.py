@@ -1,0 +1,287 @@
+"""The contracts every scheme, strategy, loss model and accountant implements.
+
+Notation follows ``MATH.md`` (paper: Dong & Ganesh, "Privacy Amplification for BandMF via
+b-Min-Sep Subsampling"). The mechanism is ``y = C x + z`` with ``z ~ N(0, sigma^2 I_n)``; ``x``
+is the participation vector of the sensitive unit, drawn from the scheme's law under P and
+identically zero under Q (zero-out adjacency).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from minsep.framework.errors import NotAccountableError
+
+if TYPE_CHECKING:
+    from dp_accounting import dp_event
+
+    from minsep.framework.backend import Backend, RandomSource
+    from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+
+
+class Direction(enum.Enum):
+    """Which neighbouring order a privacy-loss sample is drawn for (MATH.md §1).
+
+    REMOVE: y ~ P, L = ln P(y)/Q(y).   ADD: y ~ Q, L = -ln P(y)/Q(y).
+    """
+
+    REMOVE = "remove"
+    ADD = "add"
+
+    @property
+    def sign(self) -> float:
+        """+1 for REMOVE, -1 for ADD: ``L = sign * ln P/Q``."""
+        return 1.0 if self is Direction.REMOVE else -1.0
+
+
+@runtime_checkable
+class Transcript(Protocol):
+    """sigma-free draws for ``n_samples`` privacy-loss samples (common random numbers).
+
+    Concrete transcripts hold e.g. the participation pattern and the standard-normal
+    correlations ``<c_i, z>``; a loss model turns them into ``ln P/Q`` for any sigma.
+    """
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples held."""
+
+    @property
+    def direction(self) -> Direction:
+        """The direction the samples were drawn for."""
+
+
+class PrivacyLossModel(ABC):
+    """A dominating pair (P, Q) for one scheme and strategy, sampled in two stages.
+
+    ``draw`` produces sigma-free transcripts; ``log_ratio`` maps a transcript and a noise
+    multiplier to ``ln P(y)/Q(y)``. Splitting the two lets calibration re-use one set of draws
+    across many sigma values (common random numbers, MATH.md §7).
+    """
+
+    #: True when the accounting rests on an unproven conjecture (Algorithm 4).
+    conjectured: ClassVar[bool] = False
+
+    @property
+    @abstractmethod
+    def n_steps(self) -> int:
+        """The number of steps n of the mechanism."""
+
+    @abstractmethod
+    def draw(
+        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
+    ) -> Transcript:
+        """Draw ``n_samples`` sigma-free transcripts for ``direction`` on ``backend``."""
+
+    @abstractmethod
+    def log_ratio(self, transcript: Transcript, sigma: float) -> Any:
+        """``ln P(y)/Q(y)`` per sample (a length-``n_samples`` array of the backend).
+
+        ``y = C x + sigma z`` under REMOVE and ``y = sigma z`` under ADD, rebuilt from the
+        transcript. Must be finite for every sigma > 0 the model accepts.
+        """
+
+    def privacy_loss(self, transcript: Transcript, sigma: float) -> Any:
+        """The privacy loss ``L = sign(direction) * ln P/Q`` per sample (MATH.md §1)."""
+        return transcript.direction.sign * self.log_ratio(transcript, sigma)
+
+
+class Strategy(ABC):
+    """A strategy matrix C (lower-triangular, non-negative) given by its first column.
+
+    For BandMF, C is banded Toeplitz with coefficients ``c_0..c_{k-1}``, ``||c||_2 = 1``.
+    """
+
+    registry_name: ClassVar[str]
+
+    @classmethod
+    def example(cls) -> Strategy:
+        """A small valid instance, used by the contract tests every strategy runs through."""
+        raise NotImplementedError(f"{cls.__name__}.example() is not implemented")
+
+    @classmethod
+    def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
+        """``(constructor kwargs, parameter name)`` pairs that must raise ConfigurationError."""
+        return []
+
+    @property
+    @abstractmethod
+    def coefficients(self) -> np.ndarray:
+        """The first-column coefficients ``c`` (length ``bands``, unit l2 norm)."""
+
+    @property
+    def bands(self) -> int:
+        """The number of bands k (1 for the identity)."""
+        return int(self.coefficients.shape[0])
+
+    @abstractmethod
+    def matrix(self, n_steps: int) -> np.ndarray:
+        """The dense n x n matrix C (for small n, tests and inspection)."""
+
+    @abstractmethod
+    def prefix_mse(self, n_steps: int) -> float:
+        """``(1/n) ||A C^-1||_F^2`` for the prefix-sum workload A at unit sensitivity (§8)."""
+
+    @abstractmethod
+    def sensitivity(self, n_steps: int, min_sep: int, max_participations: int) -> float:
+        """``max ||sum_{j in pi} C[:, j]||_2`` over participation patterns pi with gaps
+        ``>= min_sep`` and at most ``max_participations`` entries (MATH.md §4)."""
+
+    @abstractmethod
+    def noise(
+        self,
+        shape: Sequence[int],
+        n_steps: int,
+        rng: RandomSource,
+        backend: Backend,
+    ) -> Iterator[Any]:
+        """Stream ``(C^-1 Z)[i]`` for i = 1..n, Z with i.i.d. N(0,1) rows of ``shape``.
+
+        Holds O(bands * prod(shape)) memory; multiply by sigma for the training noise.
+        """
+
+
+class SamplingScheme(ABC):
+    """A batch-sampling scheme: its real sampler and its accounting hooks.
+
+    Instances hold public parameters only (steps, rate, min-sep, ...); dataset contents and
+    random generators are call arguments. ``rate`` is the marginal participation rate p0 =
+    E|B| / |D|, so schemes built at the same rate compare at equal expected batch size.
+    """
+
+    registry_name: ClassVar[str]
+
+    @classmethod
+    def example(cls) -> SamplingScheme:
+        """A small valid instance, used by the contract tests every scheme runs through."""
+        raise NotImplementedError(f"{cls.__name__}.example() is not implemented")
+
+    @classmethod
+    def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
+        """``(constructor kwargs, parameter name)`` pairs that must raise ConfigurationError
+        naming that parameter (checked by the contract tests)."""
+        return []
+
+    @property
+    @abstractmethod
+    def n_steps(self) -> int:
+        """Number of training steps n."""
+
+    @property
+    @abstractmethod
+    def rate(self) -> float:
+        """Marginal participation rate p0 (expected batch size / dataset size)."""
+
+    @property
+    def min_separation(self) -> int:
+        """Guaranteed minimum gap between two participations of one unit (1: none)."""
+        return 1
+
+    @property
+    def max_participations(self) -> int:
+        """Most participations of one unit over the run (for unamplified accounting)."""
+        sep = self.min_separation
+        return -(-self.n_steps // sep)
+
+    def example_population(self) -> Any:
+        """A small population :meth:`batches` accepts (contract tests, docs)."""
+        return 200
+
+    @abstractmethod
+    def batches(self, population: Any, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """Yield the batch of each step as an int64 array of example indices.
+
+        ``population`` is the dataset size (int) for example-level schemes; schemes over
+        other data (e.g. an attribution graph) document what they take.
+        """
+
+    def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
+        """The Monte Carlo accounting hook; raise NotAccountableError when there is none."""
+        raise NotAccountableError(f"scheme {self.name!r} has no Monte Carlo loss model")
+
+    def dp_event(self, strategy: Strategy, sigma: float) -> dp_event.DpEvent:
+        """The exact dp_accounting event; raise NotAccountableError when there is none."""
+        raise NotAccountableError(f"scheme {self.name!r} has no exact PLD event")
+
+    @property
+    def name(self) -> str:
+        """The registered name (class name if unregistered)."""
+        return getattr(type(self), "registry_name", type(self).__name__)
+
+    def expected_batch_size(self, dataset_size: int) -> float:
+        """``p0 * |D|``."""
+        return self.rate * dataset_size
+
+    def public_parameters(self) -> dict[str, Any]:
+        """The public parameters as plain data (for results and records)."""
+        import attrs
+
+        if attrs.has(type(self)):
+            return {"scheme": self.name, **attrs.asdict(self, recurse=False)}  # type: ignore[arg-type]
+        return {"scheme": self.name, "n_steps": self.n_steps, "rate": self.rate}
+
+
+class Accountant(ABC):
+    """Turns (scheme, strategy, sigma) into privacy guarantees.
+
+    Every answer is a result object carrying how it was obtained (exact, Monte Carlo with a
+    failure probability, ...). Accounting must never under-report epsilon.
+    """
+
+    registry_name: ClassVar[str]
+
+    @classmethod
+    def example(cls) -> Accountant:
+        """A cheap valid instance (e.g. few Monte Carlo samples) for the contract tests."""
+        return cls()
+
+    @classmethod
+    def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
+        """``(constructor kwargs, parameter name)`` pairs that must raise ConfigurationError."""
+        return []
+
+    @abstractmethod
+    def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
+        """None if this accountant can account the pair, else the reason it cannot."""
+
+    def supports(self, scheme: SamplingScheme, strategy: Strategy) -> bool:
+        """True when :meth:`why_not` finds no obstacle."""
+        return self.why_not(scheme, strategy) is None
+
+    def require(self, scheme: SamplingScheme, strategy: Strategy) -> None:
+        """Raise NotAccountableError naming the accountants that can account the pair."""
+        reason = self.why_not(scheme, strategy)
+        if reason is None:
+            return
+        from minsep.framework.registries import accountants_supporting
+
+        able = accountants_supporting(scheme, strategy)
+        raise NotAccountableError(
+            f"accountant {getattr(self, 'registry_name', type(self).__name__)!r} cannot "
+            f"account scheme {scheme.name!r} with strategy "
+            f"{getattr(strategy, 'registry_name', type(strategy).__name__)!r}: {reason}. "
+            f"Accountants that can: {', '.join(able) if able else 'none'}"
+        )
+
+    @abstractmethod
+    def epsilon(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
+    ) -> EpsilonResult:
+        """The smallest epsilon such that the run is (epsilon, delta)-DP at ``sigma``."""
+
+    @abstractmethod
+    def delta(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
+    ) -> DeltaResult:
+        """delta(epsilon) = max over directions of E[(1 - e^{epsilon - L})_+]."""
+
+    @abstractmethod
+    def calibrate(
+        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
+    ) -> CalibrationResult:
+        """The smallest noise multiplier certified (epsilon, delta)-DP (conservative)."""

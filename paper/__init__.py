@@ -1,0 +1,1 @@
+"""Scripts reproducing the paper's experiments; run as ``python -m paper.<name>``."""

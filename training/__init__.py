@@ -1,0 +1,1 @@
+"""A minimal DP trainer with BandMF noise and any scheme's sampler."""
