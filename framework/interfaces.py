@@ -109,6 +109,14 @@ class Strategy(ABC):
         """``(constructor kwargs, parameter name)`` pairs that must raise ConfigurationError."""
         return []
 
+    @classmethod
+    def for_steps(cls, n_steps: int, **options: Any) -> Strategy:
+        """Build the strategy for an ``n_steps`` run (e.g. ``bands=8`` optimises BandMF).
+
+        Used by the CLI and ``compare``; unknown options raise ConfigurationError.
+        """
+        return cls(**options)
+
     @property
     @abstractmethod
     def coefficients(self) -> np.ndarray:
@@ -187,6 +195,17 @@ class SamplingScheme(ABC):
         """Most participations of one unit over the run (for unamplified accounting)."""
         sep = self.min_separation
         return -(-self.n_steps // sep)
+
+    @classmethod
+    def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
+        """Build the scheme for ``n_steps`` at participation rate p0 = ``rate``.
+
+        ``options`` are the family's own public parameters (``min_sep``, ``warm_start``,
+        ``dataset_size``, ``max_batch_size``, ...); an option the family does not take raises
+        ConfigurationError. Used by the CLI and ``compare`` to build every scheme at equal
+        expected batch size.
+        """
+        return cls(n_steps=n_steps, rate=rate, **options)
 
     def example_population(self) -> Any:
         """A small population :meth:`batches` accepts (contract tests, docs)."""

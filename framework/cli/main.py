@@ -29,7 +29,11 @@ def commands() -> dict[str, Command]:
         cmd = importlib.import_module(module).command
         found[cmd.name] = cmd
     for ep in importlib.metadata.entry_points(group="minsep.commands"):
-        cmd = ep.load()
+        try:
+            cmd = ep.load()
+        except (ImportError, AttributeError) as exc:  # a broken plugin must not break the CLI
+            print(f"minsep: skipping command plugin {ep.name!r}: {exc}", file=sys.stderr)
+            continue
         if isinstance(cmd, Command):
             found.setdefault(cmd.name, cmd)
     return dict(sorted(found.items()))
