@@ -205,7 +205,8 @@ class SamplingScheme(ABC):
         ConfigurationError. Used by the CLI and ``compare`` to build every scheme at equal
         expected batch size.
         """
-        return cls(n_steps=n_steps, rate=rate, **options)
+        factory: Any = cls
+        return factory(n_steps=n_steps, rate=rate, **options)
 
     def example_population(self) -> Any:
         """A small population :meth:`batches` accepts (contract tests, docs)."""
