@@ -206,7 +206,8 @@ class SamplingScheme(ABC):
         expected batch size.
         """
         factory: Any = cls
-        return factory(n_steps=n_steps, rate=rate, **options)
+        scheme: SamplingScheme = factory(n_steps=n_steps, rate=rate, **options)
+        return scheme
 
     def example_population(self) -> Any:
         """A small population :meth:`batches` accepts (contract tests, docs)."""
