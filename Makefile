@@ -35,10 +35,16 @@ test: $(TEST_STAMP)
 test-all: $(TEST_STAMP)
 	$(PY) -m pytest -q -m "not gpu"
 
+# mypy cannot follow setuptools' editable import hook, so it checks a symlinked minsep/ tree.
+MYPY_TREE := build/mypy-tree
 lint: $(TEST_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy framework schemes strategies accountants training minsep
+	rm -rf $(MYPY_TREE) && mkdir -p $(MYPY_TREE)/minsep
+	for f in minsep/*.py; do ln -s $(CURDIR)/$$f $(MYPY_TREE)/minsep/; done
+	for d in framework schemes strategies accountants training paper; do \
+		ln -s $(CURDIR)/$$d $(MYPY_TREE)/minsep/$$d; done
+	MYPYPATH=$(MYPY_TREE) $(PY) -m mypy -p minsep
 
 bench: $(TEST_STAMP)
 	$(PY) -m minsep.bench

@@ -14,7 +14,7 @@ import importlib.metadata
 import inspect
 import threading
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import attrs
 
@@ -46,7 +46,7 @@ class Registry(Generic[T]):
         group: the entry-point group searched for plugins.
     """
 
-    def __init__(self, kind: str, base: type[T], group: str) -> None:
+    def __init__(self, kind: str, base: type[Any], group: str) -> None:
         self.kind = kind
         self.base = base
         self.group = group
@@ -117,7 +117,7 @@ class Registry(Generic[T]):
                     and issubclass(obj, self.base)
                     and obj not in {e.cls for e in self._entries.values()}
                 ):
-                    self.register(ep.name)(obj)
+                    self.register(ep.name)(cast(type[T], obj))
 
     def get(self, name: str) -> type[T]:
         """The class registered as ``name``; the error suggests close names."""

@@ -1,5 +1,38 @@
-"""Strategy matrices: identity (DP-SGD) and MSE-optimal banded Toeplitz (BandMF)."""
+"""Strategy matrices: identity (DP-SGD) and MSE-optimal banded Toeplitz (BandMF).
+
+Importing this package registers ``"identity"`` and ``"banded_toeplitz"`` in
+:data:`minsep.framework.registries.strategies`.
+"""
 
 from minsep.framework.registries import strategies as registry
+from minsep.strategies.banded_toeplitz import BandedToeplitz
+from minsep.strategies.base import ToeplitzStrategy
+from minsep.strategies.identity import Identity
+from minsep.strategies.noise import correlated_noise
+from minsep.strategies.optimize import (
+    ALGORITHM_VERSION,
+    OBJECTIVES,
+    clear_memory_cache,
+    objective_and_gradient,
+    optimal_coefficients,
+)
+from minsep.strategies.sensitivity import sensitivity, sensitivity_is_exact
+from minsep.strategies.toeplitz import inverse_coefficients, prefix_mse, toeplitz_matrix
 
-__all__ = ["registry"]
+__all__ = [
+    "ALGORITHM_VERSION",
+    "OBJECTIVES",
+    "BandedToeplitz",
+    "Identity",
+    "ToeplitzStrategy",
+    "clear_memory_cache",
+    "correlated_noise",
+    "inverse_coefficients",
+    "objective_and_gradient",
+    "optimal_coefficients",
+    "prefix_mse",
+    "registry",
+    "sensitivity",
+    "sensitivity_is_exact",
+    "toeplitz_matrix",
+]

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from minsep.framework.cli.command import Command
 from minsep.framework.registries import accountants, schemes, strategies
+from minsep.framework.registry import Registry
 
-_REGISTRIES = {"schemes": schemes, "strategies": strategies, "accountants": accountants}
+_REGISTRIES: dict[str, Registry[Any]] = {
+    "schemes": schemes,
+    "strategies": strategies,
+    "accountants": accountants,
+}
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

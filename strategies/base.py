@@ -1,0 +1,76 @@
+"""Shared implementation of the Strategy interface for banded Toeplitz ``C`` (MATH.md §1, §8).
+
+Subclasses only provide :attr:`coefficients` (unit l2 norm, non-negative, ``c_0 > 0``); the
+matrix, the prefix-sum MSE, the b-min-sep sensitivity and the streaming noise all follow from
+the first column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.interfaces import Strategy
+from minsep.strategies import noise as _noise
+from minsep.strategies import sensitivity as _sensitivity
+from minsep.strategies import toeplitz
+
+
+class ToeplitzStrategy(Strategy):
+    """A banded lower-triangular Toeplitz strategy given by its first-column coefficients."""
+
+    @property
+    def name(self) -> str:
+        """The registered name (class name if unregistered)."""
+        return getattr(type(self), "registry_name", type(self).__name__)
+
+    def _owner(self, method: str) -> str:
+        return f"{type(self).__name__}.{method}"
+
+    def matrix(self, n_steps: int) -> np.ndarray:
+        """The dense n x n ``C`` with ``C[i, j] = c[i - j]`` for ``0 <= i - j < bands``."""
+        toeplitz.check_steps(self._owner("matrix"), n_steps)
+        return toeplitz.toeplitz_matrix(self.coefficients, n_steps)
+
+    def inverse_coefficients(self, n_steps: int) -> np.ndarray:
+        """The first column of ``C^-1`` (length n), O(n * bands)."""
+        toeplitz.check_steps(self._owner("inverse_coefficients"), n_steps)
+        return toeplitz.inverse_coefficients(self.coefficients, n_steps)
+
+    def prefix_mse(self, n_steps: int) -> float:
+        """``(1/n) ||A C^-1||_F^2`` in O(n * bands); with ``||c|| = 1`` this is the prefix-sum
+        MSE at unit single-participation sensitivity (MATH.md §8)."""
+        toeplitz.check_steps(self._owner("prefix_mse"), n_steps)
+        return toeplitz.prefix_mse(self.coefficients, n_steps)
+
+    def sensitivity(self, n_steps: int, min_sep: int, max_participations: int) -> float:
+        """``max ||sum_{j in pi} C[:, j]||_2`` over b-min-sep patterns with at most ``K``
+        participations (MATH.md §4). Exact when the coefficients are non-increasing (always
+        true for the optimiser's output in practice) or ``min_sep >= bands``; otherwise a
+        guaranteed upper bound (see :mod:`minsep.strategies.sensitivity`)."""
+        return _sensitivity.sensitivity(self.coefficients, n_steps, min_sep, max_participations)
+
+    def sensitivity_is_exact(self, min_sep: int) -> bool:
+        """True when :meth:`sensitivity` is exact rather than an upper bound."""
+        return _sensitivity.sensitivity_is_exact(self.coefficients, min_sep)
+
+    def noise(
+        self,
+        shape: Sequence[int],
+        n_steps: int,
+        rng: RandomSource,
+        backend: Backend,
+    ) -> Iterator[Any]:
+        """Stream ``(C^-1 Z)[i]``, i = 1..n, holding O(bands * prod(shape)) memory."""
+        return _noise.correlated_noise(self.coefficients, shape, n_steps, rng, backend)
+
+    def public_parameters(self) -> dict[str, Any]:
+        """The strategy as plain data (for results and records)."""
+        return {
+            "strategy": self.name,
+            "bands": self.bands,
+            "coefficients": [float(v) for v in self.coefficients],
+        }
