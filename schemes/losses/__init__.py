@@ -1,0 +1,31 @@
+"""Monte Carlo privacy-loss models (PrivacyLossModel implementations) of the sampling schemes.
+
+Each model is a frozen attrs class, built lazily by a scheme's ``loss_model`` hook; it draws
+sigma-free transcripts and maps them to ``ln P/Q`` (MATH.md §2-§6):
+
+- :class:`BMinSepLossModel`: b-min-sep, cold or warm start; Poisson is b = 1 (§3, §4).
+- :class:`BallsInBinsLossModel`: balls-in-bins with cycle length T (§4).
+- :class:`MultiAttributionLossModel`: Algorithm 3 (§5), cold start.
+- :class:`ConjecturedMultiAttributionLossModel`: Algorithm 4, accounted by a conjecture.
+- :class:`TruncatedBMinSepLossModel`: truncated b-min-sep with public counts (§6).
+"""
+
+from minsep.schemes.losses.b_min_sep import BMinSepLossModel
+from minsep.schemes.losses.balls_in_bins import BallsInBinsLossModel
+from minsep.schemes.losses.multi_attribution import (
+    ConjecturedMultiAttributionLossModel,
+    MultiAttributionLossModel,
+)
+from minsep.schemes.losses.transcript import BinsTranscript, BlockTranscript, TruncatedTranscript
+from minsep.schemes.losses.truncated import TruncatedBMinSepLossModel
+
+__all__ = [
+    "BMinSepLossModel",
+    "BallsInBinsLossModel",
+    "BinsTranscript",
+    "BlockTranscript",
+    "ConjecturedMultiAttributionLossModel",
+    "MultiAttributionLossModel",
+    "TruncatedBMinSepLossModel",
+    "TruncatedTranscript",
+]

@@ -1,0 +1,169 @@
+"""Monte Carlo privacy loss of multi-attribution b-min-sep subsampling (MATH.md §5, paper §6).
+
+The dominating single-user process (Theorem of §6.2, Algorithm 3): x_i = 0 if any of
+x_{i-b+1..i-1} > 0, else x_i ~ Binomial(k_u, p). With b >= k bands the recursion
+
+    f_i = (1-p)^{k_u} f_{i+1} + sum_{j=1}^{k_u} C(k_u, j) p^j (1-p)^{k_u-j} r_i^{(j)} f_{i+b},
+    r_i^{(j)} = exp((j <c_i, y> - j^2 ||c_i||^2 / 2) / sigma^2),
+
+gives P/Q = f_1 (cold start). The paper simulates a warm start with burn-in batches and
+accounts it as cold (a post-processing of the cold-start mechanism), so only cold is modelled.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, ClassVar
+
+import attrs
+from scipy import special
+
+from minsep.framework import validation as v
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.losses.fields import as_coefficients, check_bands_fit, coefficients_validator
+from minsep.schemes.losses.recursion import (
+    backward_log_recursion,
+    log_or_neg_inf,
+    logsumexp_rows,
+)
+from minsep.schemes.losses.sampling import user_participation
+from minsep.schemes.losses.transcript import BlockTranscript
+
+
+def binomial_log_weights(trials: int, p: float) -> list[float]:
+    """``ln Pr[Binomial(trials, p) = j]`` for j = 0..trials (``-inf`` for impossible j)."""
+    log_p, log_q = log_or_neg_inf(p), log_or_neg_inf(1.0 - p)
+    weights = []
+    for j in range(trials + 1):
+        log_w = math.log(special.comb(trials, j, exact=True))
+        log_w += j * log_p if j else 0.0
+        log_w += (trials - j) * log_q if trials - j else 0.0
+        weights.append(log_w)
+    return weights
+
+
+def multi_attribution_log_ratio(
+    dots: Any,
+    norms: Any,
+    sigma: float,
+    probability: float,
+    min_sep: int,
+    max_user_examples: int,
+    xp: Any,
+) -> Any:
+    """The log-ratio kernel: ``ln P/Q`` per sample from ``dots[:, i] = <c_i, y>`` and the tail
+    norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``)."""
+    weights = binomial_log_weights(max_user_examples, probability)
+    scaled_dots, scaled_norms = dots / sigma**2, norms / sigma**2
+    terms = [
+        weights[j] + j * scaled_dots - (0.5 * j * j) * scaled_norms
+        for j in range(1, max_user_examples + 1)
+        if math.isfinite(weights[j])
+    ]
+    log_go = logsumexp_rows(terms, xp)
+    g = backward_log_recursion(log_go, weights[0], min_sep, xp)
+    return g[0]
+
+
+@attrs.frozen
+class MultiAttributionLossModel(PrivacyLossModel):
+    """Dominating pair of multi-attribution b-min-sep subsampling, Algorithm 3 (cold start).
+
+    Attributes:
+        coefficients: c_0..c_{k-1} of C (non-negative; not renormalised), k <= ``min_sep``.
+        n_steps: number of steps n.
+        min_sep: b, the user-level minimum separation.
+        probability: p, the per-step holding-set probability of every example.
+        max_user_examples: k_u, the most examples attributed to one user after contribution
+            bounding.
+
+    Transcript: :class:`BlockTranscript`, ``16 n`` bytes per sample under REMOVE, ``8 n`` under
+    ADD. Cost per sample: the sliding products (O(n k) or O(n log n)), then O(n k_u) per sigma.
+    """
+
+    coefficients: tuple[float, ...] = attrs.field(
+        converter=as_coefficients, validator=coefficients_validator
+    )
+    n_steps: int = attrs.field(validator=v.positive_int())
+    min_sep: int = attrs.field(validator=v.positive_int())
+    probability: float = attrs.field(validator=v.probability())
+    max_user_examples: int = attrs.field(validator=v.positive_int())
+
+    def __attrs_post_init__(self) -> None:
+        check_bands_fit(self, self.coefficients, self.min_sep)
+
+    def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        """Per-step participation counts of the user, float64 ``(n_samples, n)``."""
+        self._note()
+        return self._participation(n_samples, rng, backend)
+
+    def _participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        return user_participation(
+            n_samples,
+            self.n_steps,
+            self.probability,
+            self.min_sep,
+            self.max_user_examples,
+            rng,
+            backend.xp,
+        )
+
+    def draw(
+        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
+    ) -> BlockTranscript:
+        """Under REMOVE draw the user's counts x, then z; under ADD only z (x = 0)."""
+        self._note()
+        xp = backend.xp
+        signal = None
+        if direction is Direction.REMOVE:
+            x = self._participation(n_samples, rng, backend)
+            signal = signal_dots(x, self.coefficients, xp)
+        z = rng.standard_normal((n_samples, self.n_steps))
+        noise = sliding_dot(z, self.coefficients, xp)
+        return BlockTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
+
+    def log_ratio(self, transcript: Any, sigma: float) -> Any:
+        """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
+        self._note()
+        dots = sigma * transcript.noise
+        if transcript.signal is not None:
+            dots = transcript.signal + dots
+        return self._from_dots(dots, sigma, transcript.xp)
+
+    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any) -> Any:
+        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``)."""
+        self._note()
+        return self._from_dots(sliding_dot(outputs, self.coefficients, xp), sigma, xp)
+
+    def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
+        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
+        return multi_attribution_log_ratio(
+            dots, norms, sigma, self.probability, self.min_sep, self.max_user_examples, xp
+        )
+
+    def _note(self) -> None:
+        """Hook for subclasses that must flag their use (the conjectured Algorithm 4)."""
+
+
+@attrs.frozen
+class ConjecturedMultiAttributionLossModel(MultiAttributionLossModel):
+    """Algorithm 4 (exclusion by realised batches), accounted as Algorithm 3.
+
+    **The bound is a conjecture** (paper §6.3): the coupling proof of Algorithm 3 does not carry
+    over, and no proof that Algorithm 3's dominating pair still dominates is known. Every draw
+    and every evaluation emits a ``UserWarning``; ``conjectured`` is True so that accountants
+    and results can flag it.
+    """
+
+    conjectured: ClassVar[bool] = True
+
+    def _note(self) -> None:
+        warnings.warn(
+            "multi-attribution Algorithm 4 is accounted with Algorithm 3's dominating pair; "
+            "that this bounds Algorithm 4 is a conjecture (paper §6.3), not a theorem",
+            UserWarning,
+            stacklevel=3,
+        )

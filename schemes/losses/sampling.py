@@ -1,0 +1,146 @@
+"""Sampling kernels: participation patterns of the sensitive unit and the public counts.
+
+Kept apart from the log-ratio kernels so that a performance pass can replace either. Patterns
+are drawn vectorised over samples with a Python loop over steps, from the two primitives of
+:class:`~minsep.framework.backend.RandomSource` (``random``, ``standard_normal``) and functions
+numpy, cupy and array-API namespaces share.
+
+The availability chain of one example (MATH.md §3): state s in {0..b-1} = steps still barred.
+From 0 it participates with probability p and moves to b-1 (so it is barred for the next b-1
+steps), else stays at 0; from s >= 1 it moves to s-1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from minsep.framework.backend import Backend, RandomSource
+
+
+def stationary_law(p: float, b: int) -> np.ndarray:
+    """pi(0) = 1/(1+(b-1)p), pi(s) = p/(1+(b-1)p) for s >= 1 (host float64, length b)."""
+    law = np.full(b, p / (1.0 + (b - 1) * p))
+    law[0] = 1.0 / (1.0 + (b - 1) * p)
+    return law
+
+
+def initial_states(n_samples: int, p: float, b: int, rng: RandomSource, xp: Any) -> Any:
+    """Initial chain states drawn from pi (Algorithm 2's virtual history), int64 ``(S,)``.
+
+    Inverse CDF from one uniform: state 0 if u < pi(0), else 1 + floor((u - pi(0)) / pi(1))
+    (the states 1..b-1 share the probability pi(1) = p/(1+(b-1)p)); O(1) per sample.
+    """
+    u = rng.random((n_samples,))
+    law = stationary_law(p, b)
+    if b == 1:
+        return xp.zeros((n_samples,), dtype=xp.int64)
+    barred = xp.astype(xp.floor((u - float(law[0])) / float(law[1])), xp.int64) + 1
+    return xp.where(u < float(law[0]), 0, xp.clip(barred, 1, b - 1))
+
+
+def chain_participation(
+    n_samples: int,
+    n_steps: int,
+    p: float,
+    min_sep: int,
+    warm_start: bool,
+    rng: RandomSource,
+    xp: Any,
+) -> Any:
+    """Participation of one example under b-min-sep (Algorithm 1 cold, 2 warm): bool ``(S, n)``.
+
+    Draws ``S`` initial-state uniforms (warm only), then ``S x n`` step uniforms.
+    """
+    if warm_start:
+        state = initial_states(n_samples, p, min_sep, rng, xp)
+    else:
+        state = xp.zeros((n_samples,), dtype=xp.int64)
+    u = rng.random((n_samples, n_steps))
+    columns = []
+    for t in range(n_steps):
+        joins = (state == 0) & (u[:, t] < p)
+        columns.append(joins)
+        state = xp.where(joins, min_sep - 1, xp.maximum(state - 1, 0))
+    return xp.stack(columns, axis=1)
+
+
+def binomial_thresholds(trials: int, p: float) -> np.ndarray:
+    """``F(m) = Pr[Binomial(trials, p) <= m]`` for m = 0..trials-1 (inverse-CDF thresholds)."""
+    return np.asarray(stats.binom.cdf(np.arange(trials), trials, p), dtype=np.float64)
+
+
+def user_participation(
+    n_samples: int,
+    n_steps: int,
+    p: float,
+    min_sep: int,
+    max_user_examples: int,
+    rng: RandomSource,
+    xp: Any,
+) -> Any:
+    """The dominating single-user process of Section 6 (cold start): float64 counts ``(S, n)``.
+
+    x_i = 0 if any of x_{i-b+1..i-1} > 0, else x_i ~ Binomial(k_u, p) by inverse CDF from one
+    uniform per step (exact up to the float64 rounding of the k_u thresholds).
+    """
+    thresholds = binomial_thresholds(max_user_examples, p)
+    u = rng.random((n_samples, n_steps))
+    state = xp.zeros((n_samples,), dtype=xp.int64)
+    columns = []
+    for t in range(n_steps):
+        count = xp.zeros((n_samples,), dtype=xp.float64)
+        for threshold in thresholds:
+            count = count + xp.astype(u[:, t] >= float(threshold), xp.float64)
+        count = xp.where(state == 0, count, 0.0)
+        columns.append(count)
+        state = xp.where(count > 0, min_sep - 1, xp.maximum(state - 1, 0))
+    return xp.stack(columns, axis=1)
+
+
+def host_generator(rng: RandomSource, backend: Backend) -> np.random.Generator:
+    """A host numpy generator seeded from four uniforms of ``rng`` (reproducible, exact).
+
+    Used where exact binomial / multinomial draws with per-sample trial counts are needed; the
+    seed is a deterministic function of ``rng``'s stream, so results stay reproducible per seed.
+    """
+    words = backend.to_numpy(rng.random((4,)))
+    entropy = [int(w * 2.0**53) for w in np.asarray(words, dtype=np.float64)]
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(entropy)))
+
+
+def other_counts(
+    n_samples: int,
+    n_steps: int,
+    others: int,
+    p: float,
+    min_sep: int,
+    warm_start: bool,
+    generator: np.random.Generator,
+) -> np.ndarray:
+    """r_i = number of the other ``others`` examples sampled at step i (host int64 ``(S, n)``).
+
+    Each other example runs its own availability chain (independent of the sensitive one and of
+    truncation: dropped examples stay barred). So the counts follow a b-step renewal: the number
+    available at step i is ``others - (r_{i-b+1} + ... + r_{i-1})`` and r_i ~ Binomial(that, p),
+    drawn exactly by numpy. Warm start: the initial state counts are Multinomial(others, pi); the
+    count in state s (s >= 1) acts as the sampled count of step s - b (MATH.md §6).
+    """
+    counts = np.empty((n_samples, n_steps), dtype=np.int64)
+    ring_size = min_sep - 1
+    if warm_start:
+        initial = generator.multinomial(others, stationary_law(p, min_sep), size=n_samples)
+        ring = np.asarray(initial[:, 1:], dtype=np.int64)  # slot s-1 holds state s
+    else:
+        ring = np.zeros((n_samples, ring_size), dtype=np.int64)
+    barred = ring.sum(axis=1)
+    for t in range(n_steps):
+        sampled = generator.binomial(others - barred, p)
+        counts[:, t] = sampled
+        if ring_size:
+            slot = t % ring_size  # holds the examples in state 1 at step t: free at t + 1
+            barred += sampled - ring[:, slot]
+            ring[:, slot] = sampled
+    return counts

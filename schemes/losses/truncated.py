@@ -1,0 +1,205 @@
+"""Monte Carlo privacy loss of truncated b-min-sep subsampling (MATH.md §6, paper App. D).
+
+Sampler: b-min-sep, then if the pre-truncation batch exceeds B_max a uniform B_max of it is
+kept; dropped examples stay barred for b-1 steps (so every chain is unaffected by truncation).
+Zero-out adjacency, public dataset size |D|.
+
+The adversary is also given r_i, the number of *other* examples sampled at step i before
+truncation (post-processing only helps it; r has the same law under both datasets). Given r,
+with t_i = B_max / (r_i + 1), the dominating pair of paper App. D (Lemma D.1 + Ganesh 2025) is
+P = N(C x, sigma^2 I), Q = N(C x', sigma^2 I) where, for the sensitive example's own b-min-sep
+pattern and independent survival coins of probability t_i at truncating steps (r_i >= B_max):
+
+    x_i  = 1 (sampled, no truncation), 2 (sampled, truncation, survives), else 0;
+    x'_i = -1 (sampled, truncation, survives), else 0.
+
+With R = N(0, sigma^2 I), both P/R and Q/R follow the recursion of Theorem 5.1 with per-block
+ratios
+    P: r_i^{(1)} if r_i < B_max, else t_i r_i^{(2)} + (1 - t_i);
+    Q: 1         if r_i < B_max, else t_i r_i^{(-1)} + (1 - t_i),
+r_i^{(j)} = exp((j <c_i, y> - j^2 ||c_i||^2 / 2) / sigma^2); ln P/Q = ln P/R - ln Q/R, the
+warm-start average being applied to P/R and Q/R separately before the ratio (App. D).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+from minsep.framework import validation as v
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.losses.fields import (
+    as_coefficients,
+    boolean,
+    check_bands_fit,
+    coefficients_validator,
+)
+from minsep.schemes.losses.recursion import (
+    backward_log_recursion,
+    log_or_neg_inf,
+    warm_start_average,
+)
+from minsep.schemes.losses.sampling import chain_participation, host_generator, other_counts
+from minsep.schemes.losses.transcript import TruncatedTranscript
+
+
+def survival_probability(counts: Any, max_batch_size: int, xp: Any) -> Any:
+    """``t_i = B_max / (r_i + 1)`` where truncation happens (r_i >= B_max); there it is < 1.
+
+    Elsewhere the value is ``B_max / (B_max + 1)`` (a placeholder below 1, so that its
+    logarithms stay finite; callers select with ``counts >= B_max``).
+    """
+    return max_batch_size / xp.maximum(xp.astype(counts, xp.float64) + 1.0, max_batch_size + 1.0)
+
+
+def truncated_log_ratio(
+    dots: Any,
+    norms: Any,
+    counts: Any,
+    sigma: float,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+    max_batch_size: int,
+    xp: Any,
+) -> Any:
+    """The log-ratio kernel: ``ln P/Q`` from ``dots[:, i] = <c_i, y>``, the tail norms and the
+    counts r (both recursions against R = N(0, sigma^2 I), then subtracted)."""
+    scaled_dots, scaled_norms = dots / sigma**2, norms / sigma**2
+    truncating = counts >= max_batch_size
+    keep = survival_probability(counts, max_batch_size, xp)
+    log_keep, log_drop = xp.log(keep), xp.log1p(-keep)
+    log_p_block = xp.where(
+        truncating,
+        xp.logaddexp(log_keep + 2.0 * scaled_dots - 2.0 * scaled_norms, log_drop),
+        scaled_dots - 0.5 * scaled_norms,
+    )
+    log_q_block = xp.where(
+        truncating,
+        xp.logaddexp(log_keep - scaled_dots - 0.5 * scaled_norms, log_drop),
+        0.0,
+    )
+    log_stay, log_p = log_or_neg_inf(1.0 - probability), math.log(probability)
+    g_p = backward_log_recursion(log_p + log_p_block, log_stay, min_sep, xp)
+    g_q = backward_log_recursion(log_p + log_q_block, log_stay, min_sep, xp)
+    if warm_start:
+        return warm_start_average(g_p, probability, xp) - warm_start_average(g_q, probability, xp)
+    return g_p[0] - g_q[0]
+
+
+@attrs.frozen
+class TruncatedBMinSepLossModel(PrivacyLossModel):
+    """Dominating pair of truncated b-min-sep subsampling, given the public counts r_i.
+
+    Attributes:
+        coefficients: c_0..c_{k-1} of C (non-negative; not renormalised), k <= ``min_sep``.
+        n_steps: number of steps n.
+        min_sep: b.
+        probability: the per-step sampling probability p of an available example (not p0).
+        warm_start: Algorithm 2 for every example (the others' initial state counts are
+            Multinomial(|D| - 1, pi)) instead of Algorithm 1.
+        dataset_size: |D| (public), including the sensitive example.
+        max_batch_size: B_max, the truncation threshold.
+
+    Unlike the untruncated models, Q is not N(0, sigma^2 I): under ADD a pattern x' (entries 0
+    or -1) is drawn too. Transcript: :class:`TruncatedTranscript`, ``24 n`` bytes per sample in
+    both directions. Cost per sample: O(n) host binomial draws for r, the sliding products
+    (O(n k) or O(n log n)), then two O(n) recursions per sigma.
+
+    The counts r are drawn exactly (numpy binomial / multinomial) on the host by a generator
+    seeded from the RandomSource's uniforms, then moved to the backend (cupy pays one transfer).
+    """
+
+    coefficients: tuple[float, ...] = attrs.field(
+        converter=as_coefficients, validator=coefficients_validator
+    )
+    n_steps: int = attrs.field(validator=v.positive_int())
+    min_sep: int = attrs.field(validator=v.positive_int())
+    probability: float = attrs.field(validator=v.probability())
+    warm_start: bool = attrs.field(validator=boolean)
+    dataset_size: int = attrs.field(validator=v.positive_int())
+    max_batch_size: int = attrs.field(validator=v.positive_int())
+
+    def __attrs_post_init__(self) -> None:
+        check_bands_fit(self, self.coefficients, self.min_sep)
+
+    def counts(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        """The public counts r_i of the other |D| - 1 examples, int64 ``(n_samples, n)``."""
+        generator = host_generator(rng, backend)
+        host = other_counts(
+            n_samples,
+            self.n_steps,
+            self.dataset_size - 1,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            generator,
+        )
+        return backend.asarray(host)
+
+    def participation(
+        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
+    ) -> tuple[Any, Any]:
+        """``(x, r)``: the pattern (x under REMOVE, x' under ADD; float64) and the counts."""
+        xp = backend.xp
+        sampled = chain_participation(
+            n_samples,
+            self.n_steps,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            rng,
+            xp,
+        )
+        counts = self.counts(n_samples, rng, backend)
+        truncating = counts >= self.max_batch_size
+        coins = rng.random((n_samples, self.n_steps))
+        survives = (
+            sampled & truncating & (coins < survival_probability(counts, self.max_batch_size, xp))
+        )
+        if direction is Direction.REMOVE:
+            x = xp.astype(sampled & ~truncating, xp.float64) + 2.0 * xp.astype(survives, xp.float64)
+        else:
+            x = -xp.astype(survives, xp.float64)
+        return x, counts
+
+    def draw(
+        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
+    ) -> TruncatedTranscript:
+        """Draw (x, r) for ``direction`` (P under REMOVE, Q under ADD), then z."""
+        xp = backend.xp
+        x, counts = self.participation(n_samples, direction, rng, backend)
+        signal = signal_dots(x, self.coefficients, xp)
+        z = rng.standard_normal((n_samples, self.n_steps))
+        noise = sliding_dot(z, self.coefficients, xp)
+        return TruncatedTranscript(
+            direction=direction, xp=xp, noise=noise, signal=signal, counts=counts
+        )
+
+    def log_ratio(self, transcript: Any, sigma: float) -> Any:
+        """``ln P(y | r)/Q(y | r)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
+        dots = transcript.signal + sigma * transcript.noise
+        return self._from_dots(dots, transcript.counts, sigma, transcript.xp)
+
+    def log_ratio_at(self, outputs: Any, counts: Any, sigma: float, xp: Any) -> Any:
+        """``ln P(y | r)/Q(y | r)`` at given outputs ``y`` and counts ``r`` (``(S, n)`` each)."""
+        dots = sliding_dot(outputs, self.coefficients, xp)
+        return self._from_dots(dots, counts, sigma, xp)
+
+    def _from_dots(self, dots: Any, counts: Any, sigma: float, xp: Any) -> Any:
+        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
+        return truncated_log_ratio(
+            dots,
+            norms,
+            counts,
+            sigma,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            self.max_batch_size,
+            xp,
+        )
