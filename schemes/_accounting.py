@@ -1,0 +1,53 @@
+"""Shared pieces of the accounting hooks: band checks, sigma checks, the lazy loss import.
+
+The Monte Carlo loss models live in :mod:`minsep.schemes.losses`; they are imported inside the
+hooks so that building and sampling schemes never pays for (or depends on) them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from minsep.framework.errors import NotAccountableError
+from minsep.framework.interfaces import SamplingScheme, Strategy
+from minsep.framework.validation import check_range
+
+
+def coefficients(strategy: Strategy) -> tuple[float, ...]:
+    """The strategy's first-column coefficients as a tuple of floats."""
+    return tuple(float(c) for c in strategy.coefficients)
+
+
+def require_bands_at_most(
+    scheme: SamplingScheme, strategy: Strategy, limit: int, what: str, why: str
+) -> None:
+    """Raise NotAccountableError unless ``strategy.bands <= limit``.
+
+    ``what`` names the limit (e.g. ``"min_sep = 4"``), ``why`` says which analysis needs it.
+    """
+    bands = strategy.bands
+    if bands > limit:
+        raise NotAccountableError(
+            f"scheme {scheme.name!r} cannot be accounted with a {bands}-band strategy: "
+            f"needs bands <= {what} ({why})"
+        )
+
+
+def require_sigma(sigma: float, owner: str) -> float:
+    """Check a noise multiplier (> 0, finite) and return it as a float."""
+    check_range(owner, "sigma", sigma, low=0.0, low_open=True)
+    return float(sigma)
+
+
+def losses() -> ModuleType:
+    """``minsep.schemes.losses``, imported on first use."""
+    name = "minsep.schemes.losses"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:  # pragma: no cover - a broken install
+        if exc.name != name:
+            raise
+        raise NotAccountableError(
+            f"the Monte Carlo loss models (minsep.schemes.losses) are unavailable: {exc}"
+        ) from exc

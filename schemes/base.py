@@ -1,0 +1,170 @@
+"""What every built-in scheme shares: population handling, ``from_rate`` and the hooks.
+
+Each built-in scheme subclasses :class:`SchemeBase` and writes one generator,
+:meth:`SchemeBase.generate_batches`, which draws the *pre-truncation* sample of each step, asks
+an optional ``keep`` callback which part of it is realised, and yields the realised batch. The
+scheme's own state (who is barred, MATH.md §3 and §6) follows the pre-truncation sample, so the
+truncation wrapper (:mod:`minsep.schemes.truncated`) drives any scheme through the public hook
+:meth:`SchemeBase.sample_batches` without knowing its type; :meth:`SchemeBase.batches` is the
+same generator with nothing dropped.
+
+The accounting hooks ``truncated_loss_model`` and ``truncated_dp_event`` let the wrapper ask its
+base for the accounting of the truncated variant; by default there is none.
+"""
+
+from __future__ import annotations
+
+import operator
+from abc import abstractmethod
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+import numpy as np
+
+from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.interfaces import SamplingScheme, Strategy
+from minsep.framework.validation import check_range
+
+if TYPE_CHECKING:
+    from dp_accounting.dp_event import DpEvent
+
+    from minsep.framework.interfaces import PrivacyLossModel
+
+#: ``keep(sample) -> realised``: maps a step's pre-truncation sample to its realised batch.
+Keep = Callable[[np.ndarray], np.ndarray]
+
+
+def dataset_size(population: Any, owner: str) -> int:
+    """The number of examples of ``population``: an int, or anything with ``len``.
+
+    Raises ConfigurationError naming ``population`` when it is neither or is empty.
+    """
+    if isinstance(population, bool):
+        raise ConfigurationError(
+            f"{owner}.population = {population!r} is invalid: must be a dataset size >= 1 or a "
+            "sized collection"
+        )
+    try:
+        size = operator.index(population)
+    except TypeError:
+        try:
+            size = len(population)
+        except TypeError:
+            raise ConfigurationError(
+                f"{owner}.population = {population!r} is invalid: must be a dataset size >= 1 "
+                "or a sized collection"
+            ) from None
+    check_range(owner, "population", int(size), low=1, integer=True)
+    return int(size)
+
+
+def boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: a real ``bool`` (ConfigurationError naming the field otherwise)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ConfigurationError(
+            f"{type(instance).__name__}.{attribute.name} = {value!r} is invalid: must be True "
+            "or False"
+        )
+
+
+def check_generator(rng: Any, owner: str) -> np.random.Generator:
+    """Require a :class:`numpy.random.Generator` (seeded by the caller, for reproducibility)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigurationError(
+            f"{owner}.rng = {rng!r} is invalid: must be a numpy.random.Generator, e.g. "
+            "numpy.random.default_rng(seed)"
+        )
+    return rng
+
+
+def as_batch(indices: np.ndarray, population_size: int | None = None) -> np.ndarray:
+    """A batch in canonical form: sorted int64 indices (distinct, all < ``population_size``).
+
+    Large batches are sorted by marking a boolean mask over the population (O(N)), which
+    beats a comparison sort once the batch holds more than about N/64 examples.
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    if population_size is not None and indices.size * 64 > population_size:
+        mask = np.zeros(population_size, dtype=bool)
+        mask[indices] = True
+        return np.flatnonzero(mask).astype(np.int64, copy=False)
+    return np.sort(indices)
+
+
+class SchemeBase(SamplingScheme):
+    """Base of the built-in schemes (attrs subclasses supply the public fields).
+
+    Subclasses implement :meth:`generate_batches` (and :meth:`prepare_population` when the
+    population is not just a dataset size); ``batches``, the truncation hook
+    :meth:`sample_batches` and the option checking of ``from_rate`` come from here.
+    """
+
+    #: True when the scheme's accounting rests on an unproven conjecture (Algorithm 4).
+    conjectured: ClassVar[bool] = False
+
+    def prepare_population(self, population: Any) -> Any:
+        """Validate ``population`` and return what :meth:`generate_batches` works on.
+
+        Default: the dataset size N (an int, or ``len`` of a sized collection).
+        """
+        return dataset_size(population, type(self).__name__)
+
+    @abstractmethod
+    def generate_batches(
+        self, prepared: Any, rng: np.random.Generator, keep: Keep | None
+    ) -> Iterator[np.ndarray]:
+        """Generator of the batches given the prepared population (contract: sample_batches)."""
+
+    def sample_batches(
+        self, population: Any, rng: np.random.Generator, keep: Keep | None = None
+    ) -> Iterator[np.ndarray]:
+        """Yield the realised batch of each of the ``n_steps`` steps.
+
+        Each step draws its pre-truncation sample (sorted int64 indices), passes it to
+        ``keep`` (when given) and yields what ``keep`` returns. The scheme's state, e.g. which
+        examples are barred, is updated from the pre-truncation sample, so examples that
+        ``keep`` drops stay barred (MATH.md §6). ``keep`` may draw from ``rng``. The population
+        and ``rng`` are checked here, before the first batch is requested.
+        """
+        prepared = self.prepare_population(population)
+        check_generator(rng, type(self).__name__)
+        return self.generate_batches(prepared, rng, keep)
+
+    def batches(self, population: Any, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """Yield the batch of each step as sorted int64 example indices."""
+        return self.sample_batches(population, rng)
+
+    @classmethod
+    def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
+        """Build the scheme at participation rate ``rate`` (p0); see the class for options."""
+        check_options(cls, options, exclude=("n_steps", "rate"))
+        factory: Any = cls
+        scheme: SamplingScheme = factory(n_steps=n_steps, rate=rate, **options)
+        return scheme
+
+    def truncated_loss_model(
+        self, strategy: Strategy, dataset_size: int, max_batch_size: int
+    ) -> PrivacyLossModel:
+        """The Monte Carlo loss model of this scheme truncated to ``max_batch_size``."""
+        raise NotAccountableError(
+            f"scheme {self.name!r} has no Monte Carlo loss model under truncation"
+        )
+
+    def truncated_dp_event(
+        self, strategy: Strategy, sigma: float, dataset_size: int, max_batch_size: int
+    ) -> DpEvent:
+        """The exact dp_accounting event of this scheme truncated to ``max_batch_size``."""
+        raise NotAccountableError(f"scheme {self.name!r} has no exact PLD event under truncation")
+
+
+def check_options(cls: type, options: dict[str, Any], exclude: tuple[str, ...] = ()) -> None:
+    """Raise ConfigurationError for options that are not public fields of ``cls``."""
+    allowed = sorted({f.name for f in attrs.fields(cls)} - set(exclude))
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        name = getattr(cls, "registry_name", cls.__name__)
+        raise ConfigurationError(
+            f"{name}.from_rate option(s) {', '.join(repr(u) for u in unknown)} are invalid: "
+            f"must be among {allowed}"
+        )

@@ -1,0 +1,88 @@
+"""Run the code of docs/adding-a-scheme.md and check the scheme it builds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+
+from minsep.framework.errors import ConfigurationError, InfeasibleError, NotAccountableError
+from minsep.framework.registries import schemes
+from tests.contracts.base import SchemeContract
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "adding-a-scheme.md"
+NAME = "random_reshuffling"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
+
+
+@pytest.fixture
+def walkthrough() -> Iterator[dict[str, Any]]:
+    """The namespace after executing every Python block of the page, in order."""
+    namespace: dict[str, Any] = {"__name__": "docs_adding_a_scheme"}
+    try:
+        for number, block in enumerate(python_blocks(), start=1):
+            exec(compile(block, f"{DOC.name} (python block {number})", "exec"), namespace)
+        yield namespace
+    finally:
+        schemes.unregister(NAME)
+
+
+def test_page_has_the_walkthrough_blocks() -> None:
+    blocks = python_blocks()
+    assert len(blocks) == 3
+    assert "@schemes.register" in blocks[0] and "class TestRandomReshuffling" in blocks[1]
+
+
+def test_scheme_is_registered_by_name(walkthrough: dict[str, Any]) -> None:
+    cls = walkthrough["RandomReshuffling"]
+    assert schemes.get(NAME) is cls
+    assert NAME in schemes.names()
+
+
+def test_scheme_passes_the_contract(walkthrough: dict[str, Any]) -> None:
+    contract = walkthrough["TestRandomReshuffling"]()
+    assert isinstance(contract, SchemeContract)
+    scheme = walkthrough["RandomReshuffling"].example()
+    checks = [name for name in dir(SchemeContract) if name.startswith("test_")]
+    assert len(checks) >= 5
+    for name in checks:
+        getattr(contract, name)(scheme)
+
+
+def test_from_rate_and_construction_errors(walkthrough: dict[str, Any]) -> None:
+    cls = walkthrough["RandomReshuffling"]
+    assert cls.from_rate(12, 1 / 3).epoch_length == 3
+    with pytest.raises(InfeasibleError, match=r"rate = 0\.3 is infeasible"):
+        cls.from_rate(12, 0.3)
+    with pytest.raises(ConfigurationError, match="min_sep"):
+        cls.from_rate(12, 0.25, min_sep=2)
+    with pytest.raises(ConfigurationError, match="epoch_length"):
+        cls(n_steps=3, epoch_length=0)
+
+
+def test_each_epoch_is_a_fresh_partition(walkthrough: dict[str, Any]) -> None:
+    scheme = walkthrough["RandomReshuffling"](n_steps=9, epoch_length=3)
+    batches = list(scheme.batches(30, np.random.default_rng(1)))
+    epochs = [np.sort(np.concatenate(batches[i : i + 3])) for i in (0, 3, 6)]
+    for epoch in epochs:
+        np.testing.assert_array_equal(epoch, np.arange(30))
+    assert not np.array_equal(batches[0], batches[3])
+    assert scheme.max_participations == 3 and scheme.min_separation == 1
+
+
+def test_dp_event_refuses_banded_strategies(walkthrough: dict[str, Any]) -> None:
+    @attrs.frozen
+    class TwoBands:
+        bands: int = 2
+
+    scheme = walkthrough["RandomReshuffling"].example()
+    with pytest.raises(NotAccountableError, match="one band"):
+        scheme.dp_event(TwoBands(), 1.0)
