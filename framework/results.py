@@ -106,6 +106,8 @@ class EpsilonResult(Result):
     failure_probability: float = 0.0
     std_error: float | None = None
     backend: str | None = None
+    base_delta: float | None = None
+    pilot_samples: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -126,6 +128,8 @@ class DeltaResult(Result):
     failure_probability: float = 0.0
     std_error: float | None = None
     backend: str | None = None
+    base_delta: float | None = None
+    pilot_samples: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -149,3 +153,4 @@ class CalibrationResult(Result):
     failure_probability: float = 0.0
     base_delta: float | None = None
     backend: str | None = None
+    pilot_samples: int | None = None

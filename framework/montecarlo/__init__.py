@@ -1,1 +1,106 @@
-"""The Monte Carlo estimate-verify-release (EVR) engine (MATH.md §7, paper App. A)."""
+"""The Monte Carlo estimate-verify-release (EVR) engine (MATH.md §7, paper App. A).
+
+Modules, each with one job:
+
+* :mod:`.bounds` — Fact 4.2, ``overall_delta``, ``base_delta``, ``min_samples`` and the KL
+  upper confidence bound.
+* :mod:`.accumulators` — mergeable, serialisable tallies: a conservative histogram of L plus
+  exact sums of X and X^2 at the epsilons under verification.
+* :mod:`.executors` — the :class:`Executor` protocol, ``LocalExecutor``, ``ProcessExecutor``.
+* :mod:`.sampling` — chunked sampling with per-chunk seeds (``SeedSequence(seed,
+  spawn_key=(stream, chunk, direction))``), common random numbers across sigma.
+* :mod:`.estimates` — point estimates ``delta_hat(eps)``, ``eps_hat(delta)`` with standard
+  errors.
+* :mod:`.evr` — certified epsilon, certified delta, certified epsilon(delta) curve.
+* :mod:`.calibration` — Algorithm 5 over a geometric sigma sweep reusing the draws.
+"""
+
+from minsep.framework.montecarlo.accumulators import (
+    BinSpec,
+    LossHistogram,
+    LossTally,
+    SweepTally,
+    hockey_stick,
+)
+from minsep.framework.montecarlo.bounds import (
+    base_delta,
+    fact42_bound,
+    kl_bernoulli,
+    kl_upper_confidence,
+    min_samples,
+    overall_delta,
+    verification_failure,
+)
+from minsep.framework.montecarlo.calibration import (
+    SweepCalibration,
+    calibrate_sweep,
+    geometric_sweep,
+    locate_sigma,
+)
+from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
+from minsep.framework.montecarlo.evr import (
+    CertifiedCurve,
+    DeltaCertificate,
+    EpsilonCertificate,
+    certified_curve,
+    certify_delta,
+    certify_epsilon,
+)
+from minsep.framework.montecarlo.executors import (
+    Executor,
+    LocalExecutor,
+    ProcessExecutor,
+    get_executor,
+    shutdown_pools,
+)
+from minsep.framework.montecarlo.sampling import (
+    BOTH,
+    PILOT_STREAM,
+    VERIFY_STREAM,
+    ChunkTask,
+    EngineConfig,
+    chunk_seed,
+    sample,
+    sample_chunks,
+)
+
+__all__ = [
+    "BOTH",
+    "PILOT_STREAM",
+    "VERIFY_STREAM",
+    "BinSpec",
+    "CertifiedCurve",
+    "ChunkTask",
+    "DeltaCertificate",
+    "EngineConfig",
+    "EpsilonCertificate",
+    "Estimate",
+    "Executor",
+    "LocalExecutor",
+    "LossHistogram",
+    "LossTally",
+    "ProcessExecutor",
+    "SweepCalibration",
+    "SweepTally",
+    "base_delta",
+    "calibrate_sweep",
+    "certified_curve",
+    "certify_delta",
+    "certify_epsilon",
+    "chunk_seed",
+    "estimate_delta",
+    "estimate_epsilon",
+    "fact42_bound",
+    "geometric_sweep",
+    "get_executor",
+    "hockey_stick",
+    "kl_bernoulli",
+    "kl_upper_confidence",
+    "locate_sigma",
+    "min_samples",
+    "overall_delta",
+    "sample",
+    "sample_chunks",
+    "shutdown_pools",
+    "verification_failure",
+]

@@ -1,0 +1,83 @@
+"""``minsep epsilon``: epsilon at a target delta for one setup.
+
+Example::
+
+    minsep epsilon --scheme b_min_sep --min-sep 8 --bands 8 --steps 1024 --rate 1/256 \\
+        --sigma 1 --delta 1e-3
+
+prints the point estimate, the certified bound (what to report), the samples used, the time
+and the throughput; ``--json`` prints the :class:`~minsep.framework.results.EpsilonResult`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from minsep.framework.cli import common
+from minsep.framework.cli.command import Command
+from minsep.framework.results import EpsilonResult
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    common.add_setup_arguments(parser)
+    parser.add_argument(
+        "--sigma", type=common.positive_float, required=True, help="noise multiplier"
+    )
+    parser.add_argument(
+        "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
+    )
+
+
+def format_epsilon(result: EpsilonResult) -> list[str]:
+    """Human-readable lines for an epsilon result."""
+    lines = []
+    estimate = common.fmt(result.epsilon)
+    if result.std_error is not None:
+        estimate += f" ± {common.fmt(result.std_error, 2)}"
+    lines.append(f"epsilon (estimate)   {estimate}")
+    certified = common.fmt(result.certified_epsilon)
+    if result.failure_probability > 0:
+        certified += f"   (failure probability {result.failure_probability:.2g}, folded into delta)"
+    lines.append(f"epsilon (certified)  {certified}")
+    delta = common.fmt(result.delta)
+    if result.base_delta is not None:
+        delta += f"   (verified at base delta {common.fmt(result.base_delta, 4)})"
+    lines.append(f"delta                {delta}")
+    lines.append(f"sigma                {common.fmt(result.sigma)}")
+    lines.extend(_sample_lines(result.samples, result.pilot_samples, result.seconds))
+    if result.seed is not None:
+        lines.append(f"seed                 {result.seed}")
+    lines.append(f"accountant           {result.accountant} ({result.method})")
+    lines.extend(f"note: {note}" for note in result.notes)
+    return lines
+
+
+def _sample_lines(samples: int | None, pilot: int | None, seconds: float) -> list[str]:
+    lines = []
+    if samples is not None:
+        text = f"{samples:,} verification"
+        if pilot:
+            text += f" + {pilot:,} pilot"
+        lines.append(f"samples              {text} per direction")
+    lines.append(f"seconds              {seconds:.3f}")
+    if samples is not None and seconds > 0:
+        drawn = 2 * (samples + (pilot or 0))
+        lines.append(f"throughput           {drawn / seconds:,.0f} loss samples/s")
+    return lines
+
+
+def _run(args: argparse.Namespace) -> int:
+    scheme = common.build_scheme(args)
+    strategy = common.build_strategy(args)
+    accountant = common.build_accountant(args)
+    result = accountant.epsilon(scheme, strategy, args.sigma, args.delta)
+    if args.json:
+        common.print_json(result)
+    else:
+        print("\n".join(format_epsilon(result)))
+    return 0
+
+
+command = Command(
+    "epsilon", "epsilon at a target delta (estimate and certified bound)", _add_arguments, _run
+)

@@ -1,0 +1,307 @@
+"""Chunked, vectorised sampling of privacy losses on a Backend.
+
+A run draws ``n_samples`` privacy-loss samples per direction, split into chunks of
+``chunk_size`` (the last one shorter). For chunk ``i`` of stream ``s`` and direction ``d`` the
+random source is ``backend.rng(SeedSequence(seed, spawn_key=(s, i, code(d))))`` with
+``code(REMOVE) = 0``, ``code(ADD) = 1``. The model draws one sigma-free transcript per chunk
+and direction (``model.draw``) and the engine evaluates ``model.privacy_loss`` for **every**
+sigma of the sweep on it (common random numbers), folding each loss vector into the
+(sigma, direction) :class:`~minsep.framework.montecarlo.accumulators.LossTally`.
+
+Determinism: a run is a function of (model, sigmas, checks, seed, stream, n_samples,
+chunk_size, backend); chunk results are merged in chunk order, so executors and worker counts
+do not change a single bit. Streams separate independent sample sets of one seed (the pilot,
+stream 0, and the verification, stream 1, never share draws). Runs with the same chunk size
+are prefixes of each other: the first ``k`` chunks of a longer run are those of a shorter one.
+
+Memory (per worker): one transcript of ``chunk_size`` samples (for an n-step model typically
+``chunk_size * n * 8`` bytes times the arrays it holds, e.g. 2 * 65536 * 1024 * 8 B = 1 GiB
+for two n = 1024 arrays; lower ``chunk_size`` for long runs), one loss vector (``chunk_size *
+8`` bytes) at a time, and per (sigma, direction) the accumulators: a histogram of at most
+``max_loss * 2**bin_bits`` int64 counts (2 MiB by default, usually far less since it only
+grows to the largest loss seen) plus two floats per checked epsilon. A calibration sweep of
+``S`` sigmas without histograms adds only ``2 * S * checks`` floats.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from tqdm.auto import tqdm
+
+from minsep.framework import validation as v
+from minsep.framework.backend import Backend, get_backend
+from minsep.framework.errors import ConfigurationError, MinsepError
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.montecarlo.accumulators import (
+    BinSpec,
+    LossTally,
+    SweepTally,
+    _bin_indices,
+    hockey_stick,
+)
+from minsep.framework.montecarlo.executors import Executor, LocalExecutor
+
+__all__ = [
+    "BOTH",
+    "PILOT_STREAM",
+    "VERIFY_STREAM",
+    "ChunkTask",
+    "EngineConfig",
+    "chunk_seed",
+    "sample",
+    "sample_chunks",
+]
+
+#: Stream of the pilot (estimation) samples.
+PILOT_STREAM = 0
+#: Stream of the verification samples (independent of the pilot).
+VERIFY_STREAM = 1
+#: Both directions, REMOVE first.
+BOTH: tuple[Direction, ...] = (Direction.REMOVE, Direction.ADD)
+
+_DIRECTION_CODE = {Direction.REMOVE: 0, Direction.ADD: 1}
+_NATIVE = ("numpy", "cupy")  # namespaces with bincount/astype used directly
+
+
+def chunk_seed(seed: int, stream: int, chunk: int, direction: Direction) -> np.random.SeedSequence:
+    """The seed sequence of one chunk: ``SeedSequence(seed, spawn_key=(stream, chunk, d))``."""
+    return np.random.SeedSequence(seed, spawn_key=(stream, chunk, _DIRECTION_CODE[direction]))
+
+
+def _check_seed(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise v.fail(instance, attribute.name, value, "an integer >= 0")
+
+
+def _positive_sigmas(instance: Any, attribute: Any, value: Any) -> None:
+    if not value or not all(isinstance(s, float) and math.isfinite(s) and s > 0 for s in value):
+        raise v.fail(instance, attribute.name, value, "a non-empty tuple of finite numbers > 0")
+
+
+def _finite_checks(instance: Any, attribute: Any, value: Any) -> None:
+    if not all(isinstance(e, float) and math.isfinite(e) and e >= 0 for e in value):
+        raise v.fail(instance, attribute.name, value, "finite epsilons >= 0")
+
+
+def _directions(instance: Any, attribute: Any, value: Any) -> None:
+    if (
+        not value
+        or len(set(value)) != len(value)
+        or not all(isinstance(d, Direction) for d in value)
+    ):
+        raise v.fail(instance, attribute.name, value, "distinct Directions (at least one)")
+
+
+def _floats(values: Iterable[float]) -> tuple[float, ...]:
+    return tuple(float(x) for x in values)
+
+
+@attrs.frozen
+class EngineConfig:
+    """How a run is computed (not what it computes): chunking, backend, executor, progress.
+
+    Attributes:
+        chunk_size: samples per chunk and direction (bounds memory; part of the determinism
+            key: another chunk size gives another, equally valid, sample).
+        backend: backend name (``"numpy"``, ``"cupy"``, ``"auto"``) or a Backend object (the
+            latter only with in-process executors, since namespaces do not pickle).
+        executor: where chunks run (``LocalExecutor`` or ``ProcessExecutor``, or a plugin).
+        progress: show a tqdm bar: None = only when stderr is a terminal.
+        bins: the histogram grid.
+    """
+
+    chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
+    backend: str | Backend = "numpy"
+    executor: Executor = attrs.field(factory=LocalExecutor)
+    progress: bool | None = None
+    bins: BinSpec = attrs.field(factory=BinSpec)
+
+    def backend_name(self) -> str:
+        """The name of the backend (resolving ``"auto"``)."""
+        return str(get_backend(self.backend).name)
+
+
+@attrs.frozen
+class ChunkTask:
+    """One run's work, callable on a chunk index (picklable for process/Dask executors).
+
+    ``task(i)`` returns the :class:`SweepTally` of chunk ``i``. :meth:`describe` gives the plain
+    data that identifies the run (for checkpoints: a checkpoint is valid for a task iff the
+    descriptions agree).
+    """
+
+    model: PrivacyLossModel
+    sigmas: tuple[float, ...] = attrs.field(converter=_floats, validator=_positive_sigmas)
+    n_samples: int = attrs.field(validator=v.positive_int())
+    seed: int = attrs.field(validator=_check_seed)
+    stream: int = attrs.field(default=PILOT_STREAM, validator=v.integer(low=0))
+    checks: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_finite_checks)
+    directions: tuple[Direction, ...] = attrs.field(
+        default=BOTH, converter=tuple, validator=_directions
+    )
+    chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
+    bins: BinSpec | None = attrs.field(factory=BinSpec)
+    backend: str | Backend = "numpy"
+
+    @property
+    def n_chunks(self) -> int:
+        """``ceil(n_samples / chunk_size)``."""
+        return -(-self.n_samples // self.chunk_size)
+
+    def chunk_length(self, index: int) -> int:
+        """Samples in chunk ``index`` (the last chunk may be shorter)."""
+        if not 0 <= index < self.n_chunks:
+            raise ConfigurationError(
+                f"ChunkTask.index = {index!r} is invalid: must be in [0, {self.n_chunks - 1}]"
+            )
+        return min(self.chunk_size, self.n_samples - index * self.chunk_size)
+
+    def empty(self) -> SweepTally:
+        """An empty tally of this run's shape."""
+        return SweepTally.empty(self.sigmas, self.directions, self.checks, self.bins)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data identifying the run (model by repr)."""
+        return {
+            "model": repr(self.model),
+            "sigmas": list(self.sigmas),
+            "n_samples": self.n_samples,
+            "seed": self.seed,
+            "stream": self.stream,
+            "checks": list(self.checks),
+            "directions": [d.value for d in self.directions],
+            "chunk_size": self.chunk_size,
+            "bins": None if self.bins is None else attrs.asdict(self.bins),
+            "backend": self.backend if isinstance(self.backend, str) else self.backend.name,
+        }
+
+    def __call__(self, index: int) -> SweepTally:
+        """Draw chunk ``index`` and return its tally."""
+        size = self.chunk_length(index)
+        backend = get_backend(self.backend)
+        out = self.empty()
+        for direction in self.directions:
+            rng = backend.rng(chunk_seed(self.seed, self.stream, index, direction))
+            transcript = self.model.draw(size, direction, rng, backend)
+            for i, sigma in enumerate(self.sigmas):
+                loss = self.model.privacy_loss(transcript, sigma)
+                _accumulate(out.tally(i, direction), loss, size, backend, self.bins)
+        return out
+
+
+def _accumulate(
+    tally: LossTally, loss: Any, size: int, backend: Backend, bins: BinSpec | None
+) -> None:
+    """Fold one chunk's loss vector into ``tally`` (exact sums and histogram)."""
+    if backend.name in _NATIVE:
+        xp: Any = backend.xp
+        host = backend.to_numpy
+    else:  # other array-API namespaces: reduce on host
+        loss = backend.to_numpy(loss)
+        xp, host = np, np.asarray
+    if tuple(loss.shape) != (size,):
+        raise MinsepError(f"privacy_loss returned shape {tuple(loss.shape)}, expected ({size},)")
+    if bool(xp.any(xp.isnan(loss))):
+        raise MinsepError("privacy_loss returned NaN; a loss model must return finite or +-inf")
+    tally.count += size
+    if tally.checks:
+        sums = np.empty(len(tally.checks))
+        squares = np.empty(len(tally.checks))
+        for j, eps in enumerate(tally.checks):
+            x = hockey_stick(xp, loss, eps)
+            sums[j] = float(xp.sum(x))
+            squares[j] = float(xp.sum(x * x))
+        tally.sum_x = tally.sum_x + sums
+        tally.sum_x2 = tally.sum_x2 + squares
+    if bins is not None and tally.histogram is not None:
+        tally.histogram.add_counts(host(xp.bincount(_bin_indices(xp, loss, bins))))
+
+
+def _bar(total: int, progress: bool | None, description: str) -> Any:
+    show = sys.stderr.isatty() if progress is None else progress
+    return tqdm(
+        total=total,
+        desc=description,
+        unit="samples",
+        unit_scale=True,
+        disable=not show,
+        leave=False,
+        delay=0.5 if progress is None else 0.0,
+        file=sys.stderr,
+    )
+
+
+def sample_chunks(
+    task: ChunkTask,
+    indices: Sequence[int],
+    config: EngineConfig,
+    *,
+    into: SweepTally | None = None,
+    description: str = "sampling",
+) -> SweepTally:
+    """Run ``task`` on ``indices`` with ``config.executor`` and merge in index order.
+
+    ``into`` continues an existing tally (e.g. loaded from a checkpoint holding chunks
+    ``0..k-1``; pass ``range(k, task.n_chunks)``): merging continues in chunk order, so the
+    result is bit-identical to an uninterrupted run.
+    """
+    total = task.empty() if into is None else into
+    samples = sum(task.chunk_length(i) for i in indices)
+    with _bar(samples * len(task.directions), config.progress, description) as bar:
+        for index, result in zip(indices, config.executor.map(task, indices), strict=True):
+            total.merge(result)
+            bar.update(task.chunk_length(index) * len(task.directions))
+    return total
+
+
+def sample(
+    model: PrivacyLossModel,
+    sigmas: Sequence[float],
+    *,
+    n_samples: int,
+    seed: int,
+    stream: int = PILOT_STREAM,
+    checks: Sequence[float] = (),
+    directions: Sequence[Direction] = BOTH,
+    histograms: bool = True,
+    config: EngineConfig | None = None,
+    description: str = "sampling",
+) -> SweepTally:
+    """Draw ``n_samples`` losses per direction and tally them for every sigma.
+
+    Args:
+        model: the privacy-loss model (dominating pair).
+        sigmas: noise multipliers evaluated on the same draws (common random numbers).
+        n_samples: samples per direction.
+        seed: root entropy (int >= 0); with ``stream`` it fixes every draw.
+        stream: which independent sample set of this seed (pilot 0, verification 1, ...).
+        checks: epsilons at which exact sums of X and X^2 are kept.
+        directions: REMOVE and/or ADD.
+        histograms: keep the conservative histogram of L (needed for epsilon estimates).
+        config: chunking, backend, executor, progress.
+    """
+    config = config or EngineConfig()
+    backend: str | Backend = config.backend
+    if isinstance(backend, str):
+        backend = get_backend(backend).name  # resolve "auto" once, keep a picklable name
+    elif backend.name in _NATIVE:
+        backend = backend.name
+    task = ChunkTask(
+        model,
+        tuple(sigmas),
+        n_samples,
+        seed,
+        stream,
+        tuple(checks),
+        tuple(directions),
+        config.chunk_size,
+        config.bins if histograms else None,
+        backend,
+    )
+    return sample_chunks(task, range(task.n_chunks), config, description=description)
