@@ -1,5 +1,8 @@
 """Accountants: exact PLD (dp_accounting), unamplified Gaussian, and Monte Carlo (EVR)."""
 
+from minsep.accountants import gaussian as gaussian  # registers "gaussian"
+from minsep.accountants import monte_carlo as monte_carlo  # registers "monte_carlo"
+from minsep.accountants import pld as pld  # registers "pld"
 from minsep.framework.registries import accountants as registry
 
 __all__ = ["registry"]

@@ -12,7 +12,12 @@ from minsep.framework.cli.command import Command
 from minsep.framework.errors import MinsepError
 
 #: Modules (each exposing ``command``) that make up the built-in subcommands.
-BUILTIN: tuple[str, ...] = ("minsep.framework.cli.list_command",)
+BUILTIN: tuple[str, ...] = (
+    "minsep.framework.cli.list_command",
+    "minsep.framework.cli.compare_command",
+    "minsep.framework.cli.epsilon_command",
+    "minsep.framework.cli.calibrate_command",
+)
 
 
 def _version() -> str:

@@ -1,0 +1,173 @@
+"""Unamplified accounting: BandMF as one Gaussian mechanism (MATH.md §4, last item).
+
+Ignoring the randomness of sampling, every participation pattern a scheme can produce has gaps
+``>= scheme.min_separation`` and at most ``scheme.max_participations`` entries, so
+``y = C x + sigma z`` is dominated by a Gaussian mechanism with l2 sensitivity
+
+    S = max_pi ||sum_{j in pi} C[:, j]||_2        (strategy.sensitivity),
+
+i.e. noise multiplier ``sigma / S`` at unit sensitivity. Its privacy profile is the analytic
+Gaussian mechanism of Balle & Wang (2018, Thm. 8):
+
+    delta(eps) = Phi(1/(2s) - eps s) - e^eps Phi(-1/(2s) - eps s),    s = sigma / S,
+
+exact for both neighbouring directions (the Gaussian pair is symmetric). Every scheme exposes
+``min_separation`` and ``max_participations``, so this accountant accounts every scheme: it is
+the universal (loose) fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import attrs
+import dp_accounting
+from scipy import special
+
+from minsep.accountants.pld import check_delta, check_epsilon, check_sigma, strategy_record
+from minsep.framework.errors import CalibrationError
+from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.registries import accountants
+from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+
+__all__ = ["GaussianAccountant", "gaussian_delta"]
+
+#: Root finding tolerance handed to dp_accounting's analytic Gaussian routines.
+_TOL = 1e-12
+#: Upward nudges tried before giving up on a conservative answer (each doubles the step).
+_NUDGES = 80
+
+
+def gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
+    """delta(epsilon) of the Gaussian mechanism with unit sensitivity and std ``noise_multiplier``.
+
+    Balle & Wang (2018), evaluated in the log domain so that tiny deltas do not cancel.
+    """
+    s = noise_multiplier
+    if math.isinf(epsilon):
+        return 0.0
+    log_first = float(special.log_ndtr(0.5 / s - epsilon * s))
+    log_second = epsilon + float(special.log_ndtr(-0.5 / s - epsilon * s))
+    if log_second >= log_first:
+        return 0.0
+    return min(math.exp(log_first) * -math.expm1(log_second - log_first), 1.0)
+
+
+def _nudged_up(value: float, ok: Any) -> float:
+    """The first of ``value``, ``value + step``, ``value + 2 step``, ... for which ``ok`` holds."""
+    step = max(abs(value), 1.0) * 1e-12
+    candidate = value
+    for _ in range(_NUDGES):
+        if ok(candidate):
+            return candidate
+        candidate = value + step
+        step *= 2.0
+    raise CalibrationError(f"could not find a conservative value near {value!r}")
+
+
+@accountants.register("gaussian")
+@attrs.frozen
+class GaussianAccountant(Accountant):
+    """Unamplified accounting: a Gaussian mechanism with the strategy's sensitivity."""
+
+    @classmethod
+    def example(cls) -> GaussianAccountant:
+        return cls()
+
+    def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
+        """None: every scheme declares its minimum separation and maximum participations."""
+        return None
+
+    def sensitivity(self, scheme: SamplingScheme, strategy: Strategy) -> float:
+        """``S = strategy.sensitivity(n, scheme.min_separation, scheme.max_participations)``."""
+        value = float(
+            strategy.sensitivity(scheme.n_steps, scheme.min_separation, scheme.max_participations)
+        )
+        if not (math.isfinite(value) and value > 0.0):
+            raise CalibrationError(f"strategy sensitivity {value!r} is not a finite number > 0")
+        return value
+
+    def epsilon(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
+    ) -> EpsilonResult:
+        """epsilon(delta) of the Gaussian mechanism with multiplier ``sigma / S``."""
+        self.require(scheme, strategy)
+        owner = type(self).__name__
+        check_sigma(owner, sigma)
+        check_delta(owner, delta)
+        start = time.perf_counter()
+        sens = self.sensitivity(scheme, strategy)
+        s = sigma / sens
+        root = float(dp_accounting.get_epsilon_gaussian(s, delta, tol=_TOL))
+        # Brent's root is only within tol of the exact epsilon: move it up until it is certified.
+        value = _nudged_up(root + _TOL, lambda e: gaussian_delta(s, e) <= delta)
+        return EpsilonResult(
+            accountant=self.registry_name,
+            method="exact",
+            scheme=scheme.public_parameters(),
+            strategy=strategy_record(strategy),
+            seconds=time.perf_counter() - start,
+            notes=self._notes(sens),
+            epsilon=value,
+            certified_epsilon=value,
+            delta=delta,
+            sigma=sigma,
+        )
+
+    def delta(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
+    ) -> DeltaResult:
+        """delta(epsilon) of the Gaussian mechanism with multiplier ``sigma / S``."""
+        self.require(scheme, strategy)
+        owner = type(self).__name__
+        check_sigma(owner, sigma)
+        check_epsilon(owner, epsilon)
+        start = time.perf_counter()
+        sens = self.sensitivity(scheme, strategy)
+        value = gaussian_delta(sigma / sens, epsilon)
+        return DeltaResult(
+            accountant=self.registry_name,
+            method="exact",
+            scheme=scheme.public_parameters(),
+            strategy=strategy_record(strategy),
+            seconds=time.perf_counter() - start,
+            notes=self._notes(sens),
+            delta=value,
+            certified_delta=value,
+            epsilon=epsilon,
+            sigma=sigma,
+        )
+
+    def calibrate(
+        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
+    ) -> CalibrationResult:
+        """``sigma = S * sigma_1(epsilon, delta)``, nudged up until delta(epsilon) <= delta."""
+        self.require(scheme, strategy)
+        owner = type(self).__name__
+        check_epsilon(owner, epsilon)
+        check_delta(owner, delta)
+        start = time.perf_counter()
+        sens = self.sensitivity(scheme, strategy)
+        unit = float(dp_accounting.get_sigma_gaussian(epsilon, delta, tol=_TOL))
+        sigma = _nudged_up(
+            sens * (unit + _TOL), lambda s: gaussian_delta(s / sens, epsilon) <= delta
+        )
+        return CalibrationResult(
+            accountant=self.registry_name,
+            method="exact",
+            scheme=scheme.public_parameters(),
+            strategy=strategy_record(strategy),
+            seconds=time.perf_counter() - start,
+            notes=self._notes(sens),
+            sigma=sigma,
+            epsilon=epsilon,
+            delta=delta,
+            certified=True,
+            candidates=(sigma,),
+        )
+
+    @staticmethod
+    def _notes(sensitivity: float) -> tuple[str, ...]:
+        return (f"unamplified Gaussian mechanism, sensitivity {sensitivity!r}",)

@@ -1,0 +1,299 @@
+"""Exact accounting through dp_accounting's privacy loss distributions (MATH.md §4, §6).
+
+A scheme with an exact route answers :meth:`~minsep.framework.interfaces.SamplingScheme.dp_event`
+with a dp_accounting event, e.g.
+
+- Poisson DP-SGD: the n-fold composition of the Poisson-subsampled Gaussian at rate p0;
+- cyclic Poisson BandMF: the ceil(n/b)-fold composition at rate q = b p0 (MATH.md §4);
+- truncated (cyclic) Poisson: ``TruncatedSubsampledGaussianDpEvent`` with the (group) dataset
+  size (Ganesh 2025; MATH.md §6).
+
+:class:`PLDAccountant` composes that event with dp_accounting's PLD accountant under the
+add-or-remove relation, which for these events is the zero-out pair (P, Q) of MATH.md §1 in both
+directions. The PLDs are pessimistic (``pessimistic_estimate=True``, dp_accounting's default for
+every mechanism it builds): discretisation only ever rounds privacy losses up, so the reported
+epsilon and delta are upper bounds, tight to about the discretisation interval. Which schemes it
+accounts is decided by the scheme's hook alone: no dispatch on scheme types.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from dp_accounting import NeighboringRelation
+from dp_accounting.pld import pld_privacy_accountant
+
+from minsep.framework.errors import CalibrationError, NotAccountableError
+from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.registries import accountants
+from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+from minsep.framework.validation import check_range, number
+
+if TYPE_CHECKING:
+    from dp_accounting import dp_event
+
+__all__ = [
+    "PLDAccountant",
+    "check_delta",
+    "check_epsilon",
+    "check_sigma",
+    "conservative_sigma",
+    "strategy_record",
+]
+
+#: Zero-out adjacency of MATH.md §1 for Poisson-type events, both directions.
+NEIGHBOURING = NeighboringRelation.ADD_OR_REMOVE_ONE
+
+#: The probe noise multiplier used to ask a scheme whether it has an exact event.
+_PROBE_SIGMA = 1.0
+
+
+def check_sigma(owner: str, sigma: float) -> None:
+    """Refuse a noise multiplier that is not a finite number > 0."""
+    check_range(owner, "sigma", sigma, low=0.0, low_open=True)
+
+
+def check_delta(owner: str, delta: float) -> None:
+    """Refuse a delta outside (0, 1)."""
+    check_range(owner, "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def check_epsilon(owner: str, epsilon: float) -> None:
+    """Refuse an epsilon that is not a finite number >= 0."""
+    check_range(owner, "epsilon", epsilon, low=0.0)
+
+
+def strategy_record(strategy: Strategy) -> dict[str, Any]:
+    """The strategy's identity as plain data for a result: registered name and bands."""
+    return {
+        "strategy": getattr(strategy, "registry_name", type(strategy).__name__),
+        "bands": strategy.bands,
+    }
+
+
+def conservative_sigma(
+    epsilon_at: Callable[[float], float],
+    target: float,
+    *,
+    rtol: float,
+    guess: float = 1.0,
+    sigma_min: float = 1e-4,
+    sigma_max: float = 1e5,
+) -> tuple[float, float, tuple[float, ...]]:
+    """The smallest sigma (to a factor ``1 + rtol``) with ``epsilon_at(sigma) <= target``.
+
+    Brackets geometrically from ``guess``, then shrinks the bracket ``[lo, hi]`` (``epsilon(lo)
+    > target >= epsilon(hi)``) until ``hi / lo <= 1 + rtol`` by the Illinois method on log
+    epsilon against log sigma, with a bisection step whenever a step fails to halve the
+    bracket. The returned sigma is always one at which
+    ``epsilon_at`` was *evaluated* and found ``<= target``, so the answer is conservative
+    whatever the numerical behaviour of ``epsilon_at``; when epsilon decreases in sigma (it does
+    for every mechanism here), ``sigma / (1 + rtol)`` misses the target.
+
+    Returns:
+        ``(sigma, epsilon_at(sigma), sigmas examined in order)``.
+
+    Raises:
+        CalibrationError: no sigma up to ``sigma_max`` meets the target.
+    """
+    examined: list[float] = []
+
+    def eps(sigma: float) -> float:
+        examined.append(sigma)
+        value = float(epsilon_at(sigma))
+        return value if not math.isnan(value) else math.inf
+
+    hi = min(max(guess, sigma_min), sigma_max)
+    eps_hi = eps(hi)
+    if eps_hi <= target:
+        # Walk down until the target is missed (or sigma_min is reached).
+        while True:
+            if hi <= sigma_min:
+                return hi, eps_hi, tuple(examined)
+            lo = max(hi / 2.0, sigma_min)
+            eps_lo = eps(lo)
+            if eps_lo > target:
+                break
+            hi, eps_hi = lo, eps_lo
+    else:
+        while eps_hi > target:
+            if hi >= sigma_max:
+                raise CalibrationError(
+                    f"no noise multiplier up to {sigma_max:g} reaches epsilon <= {target:g} "
+                    f"(epsilon at sigma = {hi:g} is {eps_hi:g})"
+                )
+            lo, eps_lo = hi, eps_hi
+            hi = min(hi * 2.0, sigma_max)
+            eps_hi = eps(hi)
+
+    # Illinois (regula falsi) on g = log(epsilon / target) against log sigma; g > 0 at lo.
+    def g(value: float) -> float:
+        return math.log(value / target) if value > 0.0 and target > 0.0 else -math.inf
+
+    g_lo, g_hi = g(eps_lo), g(eps_hi)
+    kept = 0  # +1: hi moved last time, -1: lo moved last time
+    bisect = False
+    while hi / lo > 1.0 + rtol:
+        x_lo, x_hi = math.log(lo), math.log(hi)
+        width = x_hi - x_lo
+        x = 0.5 * (x_lo + x_hi)
+        if not bisect and math.isfinite(g_lo) and math.isfinite(g_hi):
+            x = (x_lo * g_hi - x_hi * g_lo) / (g_hi - g_lo)
+            x = min(max(x, x_lo + 0.01 * width), x_hi - 0.01 * width)
+        mid = math.exp(x)
+        eps_mid = eps(mid)
+        if eps_mid <= target:
+            hi, eps_hi, g_hi = mid, eps_mid, g(eps_mid)
+            if kept == 1:
+                g_lo /= 2.0
+            kept = 1
+        else:
+            lo, eps_lo, g_lo = mid, eps_mid, g(eps_mid)
+            if kept == -1:
+                g_hi /= 2.0
+            kept = -1
+        bisect = math.log(hi / lo) > width / 2.0 and not bisect
+    return hi, eps_hi, tuple(examined)
+
+
+@accountants.register("pld")
+@attrs.frozen
+class PLDAccountant(Accountant):
+    """Exact (pessimistic PLD) accounting of schemes with a dp_accounting event.
+
+    Attributes:
+        value_discretization_interval: PLD grid step of the privacy loss; results are upper
+            bounds that tighten as it shrinks (cost grows about linearly in 1/interval).
+        sigma_rtol: calibration returns a sigma within a factor ``1 + sigma_rtol`` of the
+            smallest sigma meeting the target, never below it.
+    """
+
+    value_discretization_interval: float = attrs.field(
+        default=1e-3, validator=number(low=0.0, high=0.1, low_open=True)
+    )
+    sigma_rtol: float = attrs.field(
+        default=1e-3, validator=number(low=0.0, high=0.5, low_open=True)
+    )
+
+    @classmethod
+    def example(cls) -> PLDAccountant:
+        return cls()
+
+    @classmethod
+    def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
+        return [
+            ({"value_discretization_interval": 0.0}, "value_discretization_interval"),
+            ({"value_discretization_interval": math.nan}, "value_discretization_interval"),
+            ({"sigma_rtol": -1e-3}, "sigma_rtol"),
+            ({"sigma_rtol": 1.0}, "sigma_rtol"),
+        ]
+
+    # --- support -------------------------------------------------------------------------
+
+    def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
+        """The scheme's NotAccountableError message when it has no exact event, else None."""
+        try:
+            event = scheme.dp_event(strategy, _PROBE_SIGMA)
+        except NotAccountableError as exc:
+            return str(exc)
+        if not self._new().supports(event):
+            return f"dp_accounting's PLD accountant cannot compose the event {event!r}"
+        return None
+
+    # --- queries -------------------------------------------------------------------------
+
+    def event(self, scheme: SamplingScheme, strategy: Strategy, sigma: float) -> dp_event.DpEvent:
+        """The scheme's exact dp_accounting event at noise multiplier ``sigma``."""
+        self.require(scheme, strategy)
+        check_sigma(type(self).__name__, sigma)
+        return scheme.dp_event(strategy, sigma)
+
+    def epsilon(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
+    ) -> EpsilonResult:
+        """Exact epsilon(delta) at ``sigma`` (an upper bound to the PLD grid)."""
+        start = time.perf_counter()
+        event = self.event(scheme, strategy, sigma)
+        check_delta(type(self).__name__, delta)
+        value = self._epsilon(event, delta)
+        return EpsilonResult(
+            accountant=self.registry_name,
+            method="exact",
+            scheme=scheme.public_parameters(),
+            strategy=strategy_record(strategy),
+            seconds=time.perf_counter() - start,
+            epsilon=value,
+            certified_epsilon=value,
+            delta=delta,
+            sigma=sigma,
+        )
+
+    def delta(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
+    ) -> DeltaResult:
+        """Exact delta(epsilon) at ``sigma``, max over both directions (an upper bound)."""
+        start = time.perf_counter()
+        event = self.event(scheme, strategy, sigma)
+        check_epsilon(type(self).__name__, epsilon)
+        accountant = self._new()
+        accountant.compose(event)
+        value = min(max(float(accountant.get_delta(epsilon)), 0.0), 1.0)
+        return DeltaResult(
+            accountant=self.registry_name,
+            method="exact",
+            scheme=scheme.public_parameters(),
+            strategy=strategy_record(strategy),
+            seconds=time.perf_counter() - start,
+            delta=value,
+            certified_delta=value,
+            epsilon=epsilon,
+            sigma=sigma,
+        )
+
+    def calibrate(
+        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
+    ) -> CalibrationResult:
+        """The smallest sigma (within ``sigma_rtol``) whose exact epsilon(delta) <= ``epsilon``.
+
+        Conservative: the returned sigma was evaluated and meets the target.
+        """
+        self.require(scheme, strategy)
+        owner = type(self).__name__
+        check_epsilon(owner, epsilon)
+        check_delta(owner, delta)
+        start = time.perf_counter()
+
+        def epsilon_at(sigma: float) -> float:
+            return self._epsilon(scheme.dp_event(strategy, sigma), delta)
+
+        sigma, achieved, examined = conservative_sigma(epsilon_at, epsilon, rtol=self.sigma_rtol)
+        return CalibrationResult(
+            accountant=self.registry_name,
+            method="exact",
+            scheme=scheme.public_parameters(),
+            strategy=strategy_record(strategy),
+            seconds=time.perf_counter() - start,
+            notes=(f"exact epsilon at the returned sigma: {achieved!r}",),
+            sigma=sigma,
+            epsilon=epsilon,
+            delta=delta,
+            certified=True,
+            candidates=tuple(sorted(examined, reverse=True)),
+        )
+
+    # --- dp_accounting -------------------------------------------------------------------
+
+    def _new(self) -> pld_privacy_accountant.PLDAccountant:
+        return pld_privacy_accountant.PLDAccountant(
+            neighboring_relation=NEIGHBOURING,
+            value_discretization_interval=self.value_discretization_interval,
+        )
+
+    def _epsilon(self, event: dp_event.DpEvent, delta: float) -> float:
+        accountant = self._new()
+        accountant.compose(event)
+        return max(float(accountant.get_epsilon(delta)), 0.0)
