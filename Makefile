@@ -26,8 +26,8 @@ TEST_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(TEST_EXTRAS))
 venv: $(TEST_STAMP)
 
 demo: $(DEMO_STAMP)
-	$(VENV)/bin/minsep list
-	@echo "(compare lands with the exact accountants)"
+	$(VENV)/bin/minsep compare --steps 1024 --rate 1/256 --delta 1e-3 --epsilon 2 \
+		--bands 4,8,16 --min-seps 16,64,128 --samples 30000 --seed 0 --workers 2
 
 test: $(TEST_STAMP)
 	$(PY) -m pytest -q
