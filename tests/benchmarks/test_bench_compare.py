@@ -13,7 +13,7 @@ import pytest
 
 from minsep.accountants.gaussian import GaussianAccountant
 from minsep.accountants.pld import PLDAccountant
-from minsep.framework.cli.compare_command import ComparisonSetup, compare
+from minsep.framework.compare import ComparisonSetup, compare
 from minsep.framework.registries import schemes, strategies
 
 N, RATE, DELTA = 1024, 1 / 256, 1e-3

@@ -13,8 +13,9 @@ import pytest
 
 from minsep.accountants.gaussian import GaussianAccountant
 from minsep.accountants.pld import PLDAccountant
-from minsep.framework.cli import compare_command as cc
-from minsep.framework.cli.compare_command import (
+from minsep.framework import compare as cc
+from minsep.framework.cli.main import main
+from minsep.framework.compare import (
     FAMILIES,
     ComparisonRow,
     ComparisonSetup,
@@ -23,7 +24,6 @@ from minsep.framework.cli.compare_command import (
     format_json,
     format_table,
 )
-from minsep.framework.cli.main import main
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Accountant
 from minsep.framework.registries import accountants, schemes
