@@ -8,6 +8,11 @@ sigma-free transcripts and maps them to ``ln P/Q`` (MATH.md §2-§6):
 - :class:`MultiAttributionLossModel`: Algorithm 3 (§5), cold start.
 - :class:`ConjecturedMultiAttributionLossModel`: Algorithm 4, accounted by a conjecture.
 - :class:`TruncatedBMinSepLossModel`: truncated b-min-sep with public counts (§6).
+
+Evaluation paths (same random stream, same values up to rounding; see :mod:`.jit`): fused
+numba kernels on host numpy (:mod:`.cpu_kernels`, driven by :mod:`.fused`), a fused CUDA
+kernel for b-min-sep on cupy (:mod:`.gpu_kernels`), and portable array-API code everywhere
+else. ``python -m minsep.bench`` measures them.
 """
 
 from minsep.schemes.losses.b_min_sep import BMinSepLossModel

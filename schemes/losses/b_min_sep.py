@@ -19,6 +19,7 @@ import attrs
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.schemes.losses import gpu_kernels
 from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
 from minsep.schemes.losses.fields import (
     as_coefficients,
@@ -26,12 +27,14 @@ from minsep.schemes.losses.fields import (
     check_bands_fit,
     coefficients_validator,
 )
+from minsep.schemes.losses.fused import host_b_min_sep, host_noise
+from minsep.schemes.losses.jit import kernels_enabled
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.losses.sampling import chain_participation
+from minsep.schemes.losses.sampling import chain_steps, steps_to_pattern
 from minsep.schemes.losses.transcript import BlockTranscript
 
 
@@ -63,9 +66,16 @@ class BMinSepLossModel(PrivacyLossModel):
         probability: the per-step sampling probability p of an available example (not p0).
         warm_start: Algorithm 2 (initial state from the stationary law) instead of Algorithm 1.
 
-    Transcript: :class:`BlockTranscript`, ``16 n`` bytes per sample under REMOVE, ``8 n`` under
-    ADD. Cost per sample: O(n k) (direct) or O(n log n) (FFT) for the sliding products, O(n)
-    for the recursion per sigma, plus O(b) for the warm-start average.
+    Transcript: :class:`BlockTranscript` holding the noise correlations ``<c_i, z>`` (``8 n``
+    bytes per sample) and, under REMOVE, the participation steps (``4 ceil(n / b)`` bytes; the
+    portable array path also keeps the dense signal, ``8 n`` more). sigma-free: one transcript
+    serves every sigma (common random numbers).
+
+    Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
+    (:mod:`.fused`), a fused CUDA kernel on cupy (:mod:`.gpu_kernels`), and portable array code
+    elsewhere. Cost per sample: n normals, the correlation with c (O(n k) direct or O(n log n)
+    FFT), and per sigma one O(n) pass with one exp per step (the recursion in linear scale with
+    renormalisation; rows that would leave the float64 range are redone in logs).
     """
 
     coefficients: tuple[float, ...] = attrs.field(
@@ -79,9 +89,10 @@ class BMinSepLossModel(PrivacyLossModel):
     def __attrs_post_init__(self) -> None:
         check_bands_fit(self, self.coefficients, self.min_sep)
 
-    def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
-        """Participation patterns x of the sensitive example, bool ``(n_samples, n)``."""
-        return chain_participation(
+    def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
+        (ascending, then padded with n): :func:`~minsep.schemes.losses.sampling.chain_steps`."""
+        return chain_steps(
             n_samples,
             self.n_steps,
             self.probability,
@@ -91,33 +102,87 @@ class BMinSepLossModel(PrivacyLossModel):
             backend.xp,
         )
 
+    def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        """Participation patterns x of the sensitive example, bool ``(n_samples, n)`` (the
+        same draws as :meth:`steps`)."""
+        xp = backend.xp
+        return steps_to_pattern(self.steps(n_samples, rng, backend), self.n_steps, xp)
+
+    def transcript_bytes(self, n_samples: int, direction: Direction, backend: Backend) -> int:
+        """Bytes of the transcript :meth:`draw` returns (the memory of a chunk)."""
+        per_sample = 8 * self.n_steps
+        if direction is Direction.REMOVE:
+            per_sample += 4 * -(-self.n_steps // self.min_sep)
+            if not fused_path(backend.xp):
+                per_sample += 8 * self.n_steps
+        return n_samples * per_sample
+
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
     ) -> BlockTranscript:
-        """Under REMOVE draw x, then z; under ADD only z (x = 0)."""
+        """Under REMOVE draw the steps of x, then z; under ADD only z (x = 0)."""
         xp = backend.xp
-        signal = None
+        steps = None
         if direction is Direction.REMOVE:
-            x = xp.astype(self.participation(n_samples, rng, backend), xp.float64)
-            signal = signal_dots(x, self.coefficients, xp)
-        z = rng.standard_normal((n_samples, self.n_steps))
-        noise = sliding_dot(z, self.coefficients, xp)
-        return BlockTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
+            steps = self.steps(n_samples, rng, backend)
+        if kernels_enabled(xp):
+            noise = host_noise(n_samples, self.n_steps, self.coefficients, rng)
+        elif gpu_kernels.usable(xp):
+            noise = gpu_kernels.device_noise(n_samples, self.n_steps, self.coefficients, rng)
+        else:
+            z = rng.standard_normal((n_samples, self.n_steps))
+            noise = sliding_dot(z, self.coefficients, xp)
+        signal = None
+        if steps is not None and not fused_path(xp):  # the array path reads a dense signal
+            pattern = xp.astype(steps_to_pattern(steps, self.n_steps, xp), xp.float64)
+            signal = signal_dots(pattern, self.coefficients, xp)
+        return BlockTranscript(
+            direction=direction,
+            xp=xp,
+            noise=noise,
+            signal=signal,
+            steps=steps,
+            coefficients=self.coefficients,
+        )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
         xp = transcript.xp
+        if fused_path(xp):
+            return self._fused(transcript.noise, transcript.steps, 1.0 / sigma, sigma, xp)
         dots = sigma * transcript.noise
-        if transcript.signal is not None:
-            dots = transcript.signal + dots
+        signal = transcript.signal
+        if signal is not None:
+            dots = signal + dots
         return self._from_dots(dots, sigma, xp)
 
     def log_ratio_at(self, outputs: Any, sigma: float, xp: Any) -> Any:
         """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``)."""
-        return self._from_dots(sliding_dot(outputs, self.coefficients, xp), sigma, xp)
+        dots = sliding_dot(outputs, self.coefficients, xp)
+        if fused_path(xp):
+            return self._fused(dots, None, 1.0 / sigma**2, sigma, xp)
+        return self._from_dots(dots, sigma, xp)
+
+    def _fused(self, values: Any, steps: Any, scale: float, sigma: float, xp: Any) -> Any:
+        evaluate = host_b_min_sep if kernels_enabled(xp) else gpu_kernels.device_b_min_sep
+        return evaluate(
+            values,
+            steps,
+            self.coefficients,
+            sigma,
+            scale,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+        )
 
     def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
         norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
         return b_min_sep_log_ratio(
             dots, norms, sigma, self.probability, self.min_sep, self.warm_start, xp
         )
+
+
+def fused_path(xp: Any) -> bool:
+    """True when ``xp`` arrays take a fused kernel (numba on host numpy, CUDA on cupy)."""
+    return kernels_enabled(xp) or gpu_kernels.usable(xp)

@@ -22,6 +22,7 @@ from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot
 from minsep.schemes.losses.fields import as_coefficients, coefficients_validator
+from minsep.schemes.losses.fused import correlated_noise
 from minsep.schemes.losses.transcript import BinsTranscript
 
 
@@ -121,8 +122,8 @@ class BallsInBinsLossModel(PrivacyLossModel):
             chosen = xp.minimum(self.bins(n_samples, rng, backend), self.n_bins)
             padded = np.vstack([self.gram(), np.zeros((1, self.n_bins))])  # row n_bins: empty
             signal = xp.take(xp.asarray(padded), chosen, axis=0)
-        z = rng.standard_normal((n_samples, self.n_steps))
-        noise = fold_bins(sliding_dot(z, self.coefficients, xp), self.cycle_length, xp)
+        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
+        noise = fold_bins(noise, self.cycle_length, xp)
         return BinsTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:

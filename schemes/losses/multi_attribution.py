@@ -24,6 +24,7 @@ from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
 from minsep.schemes.losses.fields import as_coefficients, check_bands_fit, coefficients_validator
+from minsep.schemes.losses.fused import correlated_noise
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
@@ -121,8 +122,7 @@ class MultiAttributionLossModel(PrivacyLossModel):
         if direction is Direction.REMOVE:
             x = self._participation(n_samples, rng, backend)
             signal = signal_dots(x, self.coefficients, xp)
-        z = rng.standard_normal((n_samples, self.n_steps))
-        noise = sliding_dot(z, self.coefficients, xp)
+        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
         return BlockTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:

@@ -8,7 +8,8 @@ where ``exp(log_stay)`` is the probability of not participating at an available 
 ``exp(log_go[:, i])`` is the (per-sample) weight of participating at step i times the block
 likelihood ratio (MATH.md §3, §5, §6). Everything stays in logs, so block log-ratios of
 thousands (small sigma) neither overflow nor lose the small terms. Cost: O(n) vector operations
-over the samples; memory: a ring of b per-sample vectors.
+over the samples; memory: a ring of b per-sample vectors. On host numpy with numba the same
+recursion runs compiled, one sample at a time (:func:`~.cpu_kernels.log_recursion_rows`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from typing import Any
+
+import numpy as np
+
+from minsep.schemes.losses.jit import kernels_enabled
 
 
 def log_or_neg_inf(value: float) -> float:
@@ -30,6 +35,12 @@ def backward_log_recursion(log_go: Any, log_stay: float, min_sep: int, xp: Any) 
     the stay branch is dropped rather than evaluated). Entries ``g_j`` with ``j >= n`` are 0.
     """
     n_samples, n = int(log_go.shape[0]), int(log_go.shape[1])
+    if kernels_enabled(xp):  # the same recursion, compiled, one sample at a time
+        from minsep.schemes.losses.cpu_kernels import log_recursion_rows
+
+        out = np.empty((n_samples, min_sep))
+        log_recursion_rows(np.ascontiguousarray(log_go, dtype=np.float64), log_stay, min_sep, out)
+        return [out[:, j] for j in range(min_sep)]
     zero = xp.zeros((n_samples,), dtype=xp.float64)
     future: deque[Any] = deque([zero] * min_sep, maxlen=min_sep)  # future[m] = g_{i+1+m}
     stays = math.isfinite(log_stay)

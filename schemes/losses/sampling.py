@@ -12,12 +12,14 @@ steps), else stays at 0; from s >= 1 it moves to s-1.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from minsep.framework.backend import Backend, RandomSource
+from minsep.schemes.losses.jit import kernels_enabled
 
 
 def stationary_law(p: float, b: int) -> np.ndarray:
@@ -37,7 +39,7 @@ def initial_states(n_samples: int, p: float, b: int, rng: RandomSource, xp: Any)
     law = stationary_law(p, b)
     if b == 1:
         return xp.zeros((n_samples,), dtype=xp.int64)
-    barred = xp.astype(xp.floor((u - float(law[0])) / float(law[1])), xp.int64) + 1
+    barred = _astype(xp.floor((u - float(law[0])) / float(law[1])), xp.int64, xp) + 1
     return xp.where(u < float(law[0]), 0, xp.clip(barred, 1, b - 1))
 
 
@@ -65,6 +67,82 @@ def chain_participation(
         columns.append(joins)
         state = xp.where(joins, min_sep - 1, xp.maximum(state - 1, 0))
     return xp.stack(columns, axis=1)
+
+
+def chain_steps(
+    n_samples: int,
+    n_steps: int,
+    p: float,
+    min_sep: int,
+    warm_start: bool,
+    rng: RandomSource,
+    xp: Any,
+) -> Any:
+    """Participation steps of one example under b-min-sep: int32 ``(S, ceil(n / b))``.
+
+    Row s lists the steps (0-based, ascending) at which sample s participates, then the
+    sentinel ``n``. The chain of MATH.md §3 is run by its renewal structure: from an available
+    step the wait until the next participation is Geometric(p) on {0, 1, ...} (inverse CDF
+    ``floor(ln(1 - u) / ln(1 - p))``: ``Pr[G >= g] = (1 - p)^g``; exact up to float64 rounding
+    of the logarithms), after which the example is barred for b - 1 steps. So
+
+        t_1 = s_0 + G_1,   t_{j+1} = t_j + b + G_{j+1},
+
+    with s_0 the initial state (0 cold; drawn from pi warm, Algorithm 2). At most ceil(n / b)
+    participations fit in n steps, so that many uniforms per sample suffice. Stream: ``S``
+    uniforms for s_0 (warm only), then ``S x ceil(n / b)`` uniforms, in that order.
+    """
+    m = -(-n_steps // min_sep)
+    if warm_start:
+        start = initial_states(n_samples, p, min_sep, rng, xp)
+    else:
+        start = xp.zeros((n_samples,), dtype=xp.int64)
+    u = rng.random((n_samples, m))
+    log_stay = math.log1p(-p) if p < 1.0 else -math.inf  # p = 1: every wait is 0
+    offset = xp.reshape(_astype(start, xp.float64, xp), (n_samples, 1)) - float(min_sep)
+    if kernels_enabled(xp):  # the same float operations, fused after numpy's log1p
+        from minsep.schemes.losses.cpu_kernels import steps_from_logs
+
+        np.log1p(np.negative(u, out=u), out=u)
+        out = np.empty((n_samples, m), dtype=np.int32)
+        steps_from_logs(u, np.ascontiguousarray(offset[:, 0]), log_stay, min_sep, n_steps, out)
+        return out
+    waits = xp.minimum(xp.floor(xp.log1p(-u) / log_stay), float(n_steps))
+    # integer-valued floats: the cumulative sum is exact (all partial sums < 2^53)
+    steps = _cumulative_sum(waits + float(min_sep), xp) + offset
+    return _astype(xp.minimum(steps, float(n_steps)), xp.int32, xp)
+
+
+def _astype(values: Any, dtype: Any, xp: Any) -> Any:
+    """``xp.astype`` (array API), or the array method where a namespace lacks it."""
+    if hasattr(xp, "astype"):
+        return xp.astype(values, dtype)
+    return values.astype(dtype)
+
+
+def _cumulative_sum(values: Any, xp: Any) -> Any:
+    """Cumulative sum along axis 1 (``cumulative_sum`` of the array API, else ``cumsum``)."""
+    if hasattr(xp, "cumulative_sum"):
+        return xp.cumulative_sum(values, axis=1)
+    return xp.cumsum(values, axis=1)
+
+
+def steps_to_pattern(steps: Any, n_steps: int, xp: Any) -> Any:
+    """The bool ``(S, n)`` participation pattern of :func:`chain_steps`' steps.
+
+    numpy and cupy scatter (O(S m)); other array-API namespaces, which have no scatter, compare
+    each column of steps against the step indices (O(S m n): for small problems and tests).
+    """
+    n_samples, m = int(steps.shape[0]), int(steps.shape[1])
+    if getattr(xp, "__name__", "") in ("numpy", "cupy"):
+        pattern = xp.zeros((n_samples, n_steps + 1), dtype=xp.bool_)
+        pattern[xp.arange(n_samples)[:, None], steps] = True
+        return pattern[:, :n_steps]
+    pattern = xp.zeros((n_samples, n_steps), dtype=xp.bool)
+    grid = xp.reshape(xp.arange(n_steps, dtype=steps.dtype), (1, n_steps))
+    for j in range(m):
+        pattern = pattern | (steps[:, j : j + 1] == grid)
+    return pattern
 
 
 def binomial_thresholds(trials: int, p: float) -> np.ndarray:

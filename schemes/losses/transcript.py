@@ -21,26 +21,73 @@ def _rows(array: Any) -> int:
     return int(array.shape[0])
 
 
+def _nbytes(array: Any) -> int:
+    if array is None:
+        return 0
+    size = 1
+    for extent in array.shape:
+        size *= int(extent)
+    itemsize = getattr(array.dtype, "itemsize", None)
+    if itemsize is None:  # array-API dtypes without itemsize: ask numpy by name
+        import numpy as np
+
+        itemsize = np.dtype(str(array.dtype).rsplit(".", 1)[-1]).itemsize
+    return size * int(itemsize)
+
+
 @attrs.frozen(eq=False)
 class BlockTranscript:
     """Per-step block correlations (b-min-sep, Poisson, multi-attribution).
+
+    The signal ``<c_i, C x>`` is held densely, or (b-min-sep) as the participation steps, from
+    which the fused kernels add it sparsely: with min-sep b >= k bands only the 2k - 1 steps
+    around a participation carry signal, so a step list of ``4 ceil(n / b)`` bytes per sample
+    replaces a dense ``8 n``.
 
     Attributes:
         direction: REMOVE (x from the scheme's law) or ADD (x = 0).
         xp: the array namespace of the arrays.
         noise: ``<c_i, z>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
-        signal: ``<c_i, C x>``, float64 ``(n_samples, n)``, or None for x = 0 -- ``8 n`` bytes
-            per sample when present.
+        signal: ``<c_i, C x>``, float64 ``(n_samples, n)``, or None: given densely (``8 n``
+            bytes per sample) or, when only ``steps`` is stored, rebuilt on each access (for
+            inspection; the models' kernels read ``steps``). None for x = 0.
+        steps: participation steps, int32 ``(n_samples, m)`` ascending then padded with n (see
+            :func:`~minsep.schemes.losses.sampling.chain_steps`), or None.
+        coefficients: c, needed to rebuild a dense signal from ``steps``.
     """
 
     direction: Direction
     xp: Any = attrs.field(repr=False)
     noise: Any = attrs.field(repr=False)
-    signal: Any = attrs.field(default=None, repr=False)
+    _signal: Any = attrs.field(default=None, repr=False, alias="signal")
+    steps: Any = attrs.field(default=None, repr=False)
+    coefficients: tuple[float, ...] = attrs.field(default=(), repr=False)
 
     @property
     def n_samples(self) -> int:
         return _rows(self.noise)
+
+    @property
+    def signal(self) -> Any:
+        """The dense ``<c_i, C x>`` (rebuilt from ``steps`` when not stored), or None."""
+        if self._signal is not None or self.steps is None:
+            return self._signal
+        from minsep.schemes.losses.blocks import signal_dots
+        from minsep.schemes.losses.sampling import steps_to_pattern
+
+        xp = self.xp
+        n = int(self.noise.shape[1])
+        pattern = xp.astype(steps_to_pattern(self.steps, n, xp), xp.float64)
+        return signal_dots(pattern, self.coefficients, xp)
+
+    @property
+    def stored_signal(self) -> Any:
+        """The dense signal if it was stored, else None (no rebuilding)."""
+        return self._signal
+
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (the memory of a kept transcript)."""
+        return sum(_nbytes(a) for a in (self.noise, self._signal, self.steps))
 
 
 @attrs.frozen(eq=False)

@@ -38,6 +38,7 @@ from minsep.schemes.losses.fields import (
     check_bands_fit,
     coefficients_validator,
 )
+from minsep.schemes.losses.fused import correlated_noise
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
@@ -174,8 +175,7 @@ class TruncatedBMinSepLossModel(PrivacyLossModel):
         xp = backend.xp
         x, counts = self.participation(n_samples, direction, rng, backend)
         signal = signal_dots(x, self.coefficients, xp)
-        z = rng.standard_normal((n_samples, self.n_steps))
-        noise = sliding_dot(z, self.coefficients, xp)
+        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
         return TruncatedTranscript(
             direction=direction, xp=xp, noise=noise, signal=signal, counts=counts
         )

@@ -1,0 +1,389 @@
+"""Throughput of the Monte Carlo loss models: ``python -m minsep.bench [--quick]``.
+
+Measures warm-start b-min-sep, REMOVE direction (the costlier one: it also draws the
+participation pattern), at the two sizes of issue 7, in sample·steps per second:
+
+* ``fresh``: ``model.draw`` then one ``model.log_ratio`` (a new sigma-free transcript per
+  repetition), in this process;
+* ``log-ratio``: ``model.log_ratio`` alone on the kept transcript, and its cost as a fraction
+  of a fresh draw (re-evaluating a new sigma during calibration);
+* ``normals``: numpy's raw ``standard_normal`` rate (the host backend's SFC64 generator, into
+  a reused buffer), timed right next to each repetition so that the figures share the load;
+* ``engine``: the Monte Carlo engine (``minsep.framework.montecarlo.sample``) on 1 process and
+  on a ``ProcessExecutor`` of ``--workers`` processes, and the scaling between them.
+
+Every figure is the best and the median of ``--repeats`` repetitions, by wall clock and per
+CPU-second actually used (this process, plus the pool's workers read from /proc): on a shared
+machine the wall-clock figures measure the load as much as the code, the CPU-second ones much
+less so. ``--quick`` runs CI-sized problems (seconds). ``--backend cupy`` times the same model
+on a GPU (normals then come from cupy's generator; no process pool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from minsep.framework.backend import Backend, get_backend
+from minsep.framework.interfaces import Direction
+from minsep.schemes.losses import BMinSepLossModel
+
+
+@attrs.frozen
+class Case:
+    """One benchmark size: n steps, k = b bands, rate p0, samples per repetition."""
+
+    name: str
+    n_steps: int
+    bands: int
+    samples: int
+    engine_samples: int
+    chunk_size: int
+
+    @property
+    def rate(self) -> float:
+        """p0 = 1 / (2 b): half the largest rate b-min-sep allows."""
+        return 1.0 / (2 * self.bands)
+
+
+FULL = (
+    Case("n=1024, k=b=8", 1024, 8, samples=16384, engine_samples=131072, chunk_size=8192),
+    Case("n=7200, k=b=256", 7200, 256, samples=2048, engine_samples=16384, chunk_size=2048),
+)
+QUICK = (
+    Case("n=1024, k=b=8", 1024, 8, samples=1024, engine_samples=8192, chunk_size=1024),
+    Case("n=7200, k=b=256", 7200, 256, samples=128, engine_samples=1024, chunk_size=128),
+)
+
+
+def catalan_coefficients(bands: int) -> tuple[float, ...]:
+    """``C(2j, j) / 4^j`` normalised to unit l2 norm (the usual BandMF starting point)."""
+    values = [1.0]
+    for j in range(1, bands):
+        values.append(values[-1] * (2 * j - 1) / (2 * j))
+    norm = math.sqrt(sum(v * v for v in values))
+    return tuple(v / norm for v in values)
+
+
+def build_model(case: Case) -> BMinSepLossModel:
+    """Warm-start b-min-sep with b = k at rate p0 = 1/(2b)."""
+    b, p0 = case.bands, case.rate
+    return BMinSepLossModel(
+        coefficients=catalan_coefficients(case.bands),
+        n_steps=case.n_steps,
+        min_sep=b,
+        probability=p0 / (1.0 - p0 * (b - 1)),
+        warm_start=True,
+    )
+
+
+def _sync(backend: Backend) -> None:
+    if backend.name == "cupy":  # pragma: no cover - needs a GPU
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def _timed(fn: Callable[[], Any], backend: Backend) -> tuple[float, float, Any]:
+    """``(wall seconds, CPU seconds of this process, result)``."""
+    _sync(backend)
+    cpu = time.process_time()
+    start = time.perf_counter()
+    result = fn()
+    _sync(backend)
+    return time.perf_counter() - start, time.process_time() - cpu, result
+
+
+def _normals(elements: int, backend: Backend, seed: int) -> Callable[[], Any]:
+    """Draw ``elements`` standard normals: into a reused 2^16 buffer on the host, one array on
+    a GPU."""
+    if backend.name == "cupy":  # pragma: no cover - needs a GPU
+        source = backend.rng(np.random.SeedSequence(seed))
+        return lambda: source.standard_normal((elements,))
+    generator = np.random.Generator(np.random.SFC64(seed))
+    buffer = np.empty(1 << 16)
+
+    def draw() -> None:
+        left = elements
+        while left > 0:
+            size = min(left, buffer.size)
+            generator.standard_normal(out=buffer[:size])
+            left -= size
+
+    return draw
+
+
+@attrs.frozen
+class Figure:
+    """Best and median of a rate (sample·steps or normals per second)."""
+
+    best: float
+    median: float
+
+    @classmethod
+    def of(cls, work: float, seconds: Sequence[float]) -> Figure:
+        return cls(work / min(seconds), work / statistics.median(seconds))
+
+
+def measure_model(case: Case, backend: Backend, repeats: int, sigma: float) -> dict[str, Any]:
+    """fresh / log-ratio / normals figures of one case (in this process)."""
+    model = build_model(case)
+    work = float(case.samples * case.n_steps)
+    normals = _normals(case.samples * case.n_steps, backend, seed=99)
+
+    def draw(seed: int) -> Any:
+        rng = backend.rng(np.random.SeedSequence(seed))
+        return model.draw(case.samples, Direction.REMOVE, rng, backend)
+
+    warm = draw(0)  # compiles kernels, warms caches
+    model.log_ratio(warm, sigma)
+    del warm
+    wall: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": []}
+    cpu: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": []}
+    for r in range(repeats):
+        seconds, spent, _ = _timed(normals, backend)
+        wall["normals"].append(seconds)
+        cpu["normals"].append(spent)
+        seconds, spent, kept = _timed(functools.partial(draw, r + 1), backend)
+        more, more_cpu, _ = _timed(functools.partial(model.log_ratio, kept, sigma), backend)
+        wall["fresh"].append(seconds + more)
+        cpu["fresh"].append(spent + more_cpu)
+        # a new sigma on the kept transcript (what a calibration sweep does)
+        again = functools.partial(model.log_ratio, kept, 1.1 * sigma)
+        seconds, spent, _ = _timed(again, backend)
+        wall["log_ratio"].append(seconds)
+        cpu["log_ratio"].append(spent)
+        del kept
+    row: dict[str, Any] = {"case": case.name, "samples": case.samples}
+    for key in wall:
+        row[key] = Figure.of(work, wall[key])
+        row[f"{key}_cpu"] = Figure.of(work, cpu[key])
+    row["ratio_best"] = min(wall["log_ratio"]) / min(wall["fresh"])
+    row["ratio_median"] = statistics.median(wall["log_ratio"]) / statistics.median(wall["fresh"])
+    row["ratio_cpu"] = statistics.median(cpu["log_ratio"]) / statistics.median(cpu["fresh"])
+    row["transcript_bytes"] = model.transcript_bytes(case.samples, Direction.REMOVE, backend)
+    return row
+
+
+def measure_engine(
+    case: Case, backend_name: str, workers: int, repeats: int, sigma: float
+) -> dict[str, Any]:
+    """Engine throughput (REMOVE only, histogram on) with 1 process and with a process pool."""
+    from minsep.framework.montecarlo import EngineConfig, LocalExecutor, ProcessExecutor, sample
+
+    model = build_model(case)
+    work = float(case.engine_samples * case.n_steps)
+    figures: dict[str, Any] = {"case": case.name, "workers": workers}
+    executors: list[tuple[str, Any]] = [("local", LocalExecutor())]
+    if workers > 1:
+        executors.append(("pool", ProcessExecutor(max_workers=workers)))
+    for label, executor in executors:
+        config = EngineConfig(
+            chunk_size=case.chunk_size, backend=backend_name, executor=executor, progress=False
+        )
+
+        def run(seed: int, config: EngineConfig = config, size: int = case.engine_samples) -> None:
+            sample(
+                model,
+                [sigma],
+                n_samples=size,
+                seed=seed,
+                directions=(Direction.REMOVE,),
+                checks=(1.0,),
+                config=config,
+            )
+
+        run(0, size=case.chunk_size * max(1, workers))  # start workers, compile kernels
+        device = get_backend(backend_name)
+        seconds, cpu = [], []
+        for r in range(repeats):
+            before = _cpu_seconds(executor)
+            seconds.append(_timed(functools.partial(run, r + 1), device)[0])
+            after = _cpu_seconds(executor)
+            if before is not None and after is not None:
+                cpu.append(after - before)
+        figures[label] = Figure.of(work, seconds)
+        if cpu:
+            figures[f"{label}_cpu"] = Figure.of(work, cpu)  # sample·steps per CPU-second
+    if workers > 1:
+        figures["capacity"] = parallel_capacity(executors[1][1], repeats)
+        figures["scaling_best"] = figures["pool"].best / figures["local"].best
+        figures["scaling_median"] = figures["pool"].median / figures["local"].median
+        if "pool_cpu" in figures and "local_cpu" in figures:
+            # CPU efficiency of the pool (1: no overhead); times workers = scaling on idle cores
+            figures["efficiency"] = figures["pool_cpu"].median / figures["local_cpu"].median
+    return figures
+
+
+@attrs.frozen
+class _NormalsTask:
+    """A picklable CPU-bound task (numpy normals) for :func:`parallel_capacity`."""
+
+    elements: int
+
+    def __call__(self, index: int) -> int:
+        generator = np.random.Generator(np.random.SFC64(index))
+        buffer = np.empty(1 << 16)
+        for _ in range(max(1, self.elements // buffer.size)):
+            generator.standard_normal(out=buffer)
+        return index
+
+
+def parallel_capacity(executor: Any, repeats: int, elements: int = 1 << 24) -> float:
+    """How many cores the pool can use right now: ``workers * t(1 task) / t(workers tasks)``
+    for a plain CPU-bound task on the same pool (``workers`` on an idle machine, less when
+    other processes hold cores). The engine's wall scaling is judged against it."""
+    task = _NormalsTask(elements)
+    workers = int(executor.workers)
+    list(executor.map(task, range(workers)))  # every worker up
+    one, many = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        list(executor.map(task, [0]))
+        one.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        list(executor.map(task, range(workers)))
+        many.append(time.perf_counter() - start)
+    return workers * statistics.median(one) / statistics.median(many)
+
+
+def _cpu_seconds(executor: Any) -> float | None:
+    """CPU seconds used so far by this process plus, for a process pool, its workers (read
+    from /proc on Linux; None where unavailable). Lets the scaling be judged on a shared
+    machine: wall-clock scaling needs idle cores, CPU cost per sample·step does not."""
+    total = time.process_time()
+    if getattr(executor, "workers", 1) == 1:
+        return total
+    try:
+        from minsep.framework.montecarlo.executors import _default_start_method, _pool
+
+        pool = _pool(executor.max_workers, executor.start_method or _default_start_method())
+        tick = os.sysconf("SC_CLK_TCK")
+        for pid in list(pool._processes or {}):
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    except (ImportError, AttributeError, OSError, ValueError, IndexError):
+        return None
+    return total
+
+
+def _rate(figure: Figure) -> str:
+    return f"{figure.best:9.3g} best  {figure.median:9.3g} median"
+
+
+def report(model_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -> str:
+    """The human-readable table."""
+    lines = ["warm b-min-sep, REMOVE; sample·steps per second (normals: numbers per second)"]
+    for row in model_rows:
+        lines.append(f"\n[{row['case']}]  {row['samples']} samples per repetition")
+        for suffix, title in (("", "wall clock"), ("_cpu", "per CPU-second of this process")):
+            normals = row[f"normals{suffix}"]
+            lines.append(f"  {title}:")
+            lines.append(f"    numpy normals      {_rate(normals)}")
+            for key, label in (("fresh", "draw + log-ratio"), ("log_ratio", "log-ratio (kept)")):
+                fig = row[f"{key}{suffix}"]
+                lines.append(
+                    f"    {label:<18} {_rate(fig)}   = {fig.best / normals.best:.2f} x normals"
+                )
+        lines.append(
+            f"  log-ratio / fresh  {row['ratio_best']:.2f} best  {row['ratio_median']:.2f} median"
+            f"  {row['ratio_cpu']:.2f} CPU (transcript: "
+            f"{row['transcript_bytes'] / row['samples']:.0f} bytes per sample)"
+        )
+    for row in engine_rows:
+        lines.append(f"\n[{row['case']}]  engine, REMOVE only")
+        lines.append(f"  1 process          {_rate(row['local'])}")
+        if "local_cpu" in row:
+            lines.append(f"    per CPU-second   {_rate(row['local_cpu'])}")
+        if "pool" in row:
+            lines.append(f"  {row['workers']} processes        {_rate(row['pool'])}")
+            if "pool_cpu" in row:
+                lines.append(f"    per CPU-second   {_rate(row['pool_cpu'])}")
+            lines.append(
+                f"  wall scaling       {row['scaling_best']:.2f} best  "
+                f"{row['scaling_median']:.2f} median (of {row['workers']}; needs idle cores)"
+            )
+            lines.append(
+                f"  control            {row['capacity']:.2f} cores usable now by the pool "
+                "(numpy normals on the same workers)"
+            )
+            if "efficiency" in row:
+                lines.append(
+                    f"  CPU efficiency     {row['efficiency']:.2f} (pool vs 1 process, per "
+                    f"CPU-second; x {row['workers']} = {row['workers'] * row['efficiency']:.2f}"
+                    " on idle cores)"
+                )
+    return "\n".join(lines)
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:  # pragma: no cover - platforms without it
+        return "n/a"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Figure):
+        return attrs.asdict(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m minsep.bench``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m minsep.bench", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="CI-sized problems (seconds)")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="repetitions (default 5; 2 quick)"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="process-pool size (1: no pool)")
+    parser.add_argument("--no-engine", action="store_true", help="skip the engine / pool figures")
+    parser.add_argument("--backend", default="numpy", choices=("numpy", "cupy"))
+    parser.add_argument("--sigma", type=float, default=1.0, help="noise multiplier")
+    parser.add_argument("--case", choices=("small", "large"), action="append",
+                        help="only this case (repeatable)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (2 if args.quick else 5)
+    cases = list(QUICK if args.quick else FULL)
+    if args.case:
+        cases = [c for c, key in zip(cases, ("small", "large"), strict=True) if key in args.case]
+    backend = get_backend(args.backend)
+    model_rows = [measure_model(case, backend, repeats, args.sigma) for case in cases]
+    engine_rows = []
+    workers = args.workers if backend.name == "numpy" else 1  # one GPU: no process pool
+    if not args.no_engine:
+        engine_rows = [
+            measure_engine(case, args.backend, workers, repeats, args.sigma) for case in cases
+        ]
+    if args.json:
+        print(json.dumps(_jsonable({"model": model_rows, "engine": engine_rows}), indent=2))
+    else:
+        print(f"minsep.bench: backend {backend.name}, {os.cpu_count()} CPUs visible, "
+              f"repeats {repeats}{', quick' if args.quick else ''}, load average "
+              f"{_load()} at start")  # fmt: skip
+        print(report(model_rows, engine_rows))
+        print(f"\nload average {_load()} at end (other processes share these CPUs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Host drivers of the fused kernels: blockwise noise and the b-min-sep log-ratio (numba path).
+
+Used when :func:`~minsep.schemes.losses.jit.kernels_enabled` holds (numba present, host numpy
+arrays). They compute exactly what the portable array code computes (MATH.md §2-§3), from the
+same random stream, with O(block) scratch memory instead of O(chunk):
+
+* :func:`host_noise` draws the ``(S, n)`` standard normals in row blocks into a reused buffer
+  and correlates each block with c (direct sums up to :data:`KERNEL_DIRECT_MAX_BANDS` bands,
+  batched real FFTs above), writing ``<c_i, z>`` straight into the transcript array;
+* :func:`host_b_min_sep` evaluates ``ln P/Q`` for every sample in one compiled call.
+
+Memory of a draw: the transcript itself (``8 n`` bytes per sample of noise, ``4 ceil(n/b)`` of
+steps) plus at most 3 MiB of block buffers, whatever the chunk size. An evaluation adds
+``8 (14 n + 5 b)`` bytes of row buffers and the ``8 S`` bytes of its result.
+
+**Memory of a calibration run** (Algorithm 5 over a sigma sweep, per worker process): the
+engine keeps one transcript per chunk and direction while it evaluates every sigma on it, so
+the peak is ``chunk_size * (8 n + 4 ceil(n / b))`` bytes for b-min-sep REMOVE (``8 n`` under
+ADD) plus the block and row buffers above, one loss vector (``8 chunk_size``) and the tallies:
+independent of the number of samples and of sigmas. For example n = 7200 with chunks of 4096
+samples holds 236 MB; n = 1024 with chunks of 65536 holds 570 MB
+(:meth:`~.b_min_sep.BMinSepLossModel.transcript_bytes` gives the figure for a model).
+
+**Precision.** Normals, correlations and recursions are float64 throughout. float32 normals
+would not be faster (numpy draws them at the same rate), and float32 storage of the kept
+correlations, which would halve memory, perturbs each ``ln r_i`` by about ``6e-8 |v_i| /
+sigma``; that is small next to Monte Carlo error but is a bias the accounting would have to
+argue away, so it is not done.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from minsep.framework.backend import RandomSource
+from minsep.schemes.losses import cpu_kernels
+from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot, tail_norms
+
+#: Up to this many bands the host path correlates directly (O(n k), vectorised); above it by
+#: FFT. Measured crossover on one Zen 4 core (AVX-512): 64-128 bands at n = 1024 and n = 7200
+#: (direct costs about 0.1 ns per band and step, a real FFT pair about 7-9 ns per step).
+KERNEL_DIRECT_MAX_BANDS = 64
+
+#: Target elements per normal block with direct correlation (256 KiB of float64, in L2).
+BLOCK_ELEMENTS = 1 << 15
+#: Target elements per block with FFT correlation: batched transforms of ~16 rows run about 7%
+#: faster than of 4 (measured at n = 7200), for 3 MiB of block, spectrum and inverse.
+FFT_BLOCK_ELEMENTS = 1 << 17
+
+
+def generator_of(rng: RandomSource) -> np.random.Generator | None:
+    """The numpy Generator behind ``rng`` when it exposes one as ``rng.generator`` (the host
+    backend's source does), else None. With it, normals are drawn into reused buffers
+    (``standard_normal(out=...)``); without it, ``rng.standard_normal(shape)`` per block gives
+    the same numbers."""
+    generator = getattr(rng, "generator", None)
+    return generator if isinstance(generator, np.random.Generator) else None
+
+
+def _block_rows(n_steps: int, fft: bool = False) -> int:
+    return max(1, (FFT_BLOCK_ELEMENTS if fft else BLOCK_ELEMENTS) // n_steps)
+
+
+@functools.lru_cache(maxsize=64)
+def _fft_kernel(coefficients: tuple[float, ...], length: int) -> np.ndarray:
+    c = effective_coefficients(coefficients, length)
+    kernel = np.conj(np.fft.rfft(c, n=length))
+    kernel.setflags(write=False)
+    return kernel
+
+
+def host_noise(
+    n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: RandomSource
+) -> np.ndarray:
+    """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))`` (drawn blockwise, same
+    stream): float64 ``(n_samples, n_steps)``."""
+    c = effective_coefficients(coefficients, n_steps)
+    k = int(c.size)
+    out = np.empty((n_samples, n_steps))
+    direct = k <= KERNEL_DIRECT_MAX_BANDS
+    rows = min(_block_rows(n_steps, fft=not direct), max(1, n_samples))
+    generator = generator_of(rng)
+    buffer = np.empty((rows, n_steps))
+    if not direct:
+        from scipy import fft as host_fft
+
+        length = int(host_fft.next_fast_len(n_steps + k - 1, real=True))
+        kernel = _fft_kernel(tuple(float(v) for v in c), length)
+        spectrum = np.empty((rows, length // 2 + 1), dtype=np.complex128)
+        inverse = np.empty((rows, length))
+    for start in range(0, n_samples, rows):
+        size = min(rows, n_samples - start)
+        if generator is not None:
+            z = buffer[:size]
+            generator.standard_normal(out=z)
+        else:
+            z = np.asarray(rng.standard_normal((size, n_steps)), dtype=np.float64)
+        if direct:
+            cpu_kernels.correlate_rows(z, c, out[start : start + size])
+        else:
+            spec = spectrum[:size]
+            np.fft.rfft(z, n=length, axis=-1, out=spec)
+            spec *= kernel
+            inv = inverse[:size]
+            np.fft.irfft(spec, n=length, axis=-1, out=inv)
+            out[start : start + size] = inv[:, :n_steps]
+    return out
+
+
+def correlated_noise(
+    n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: RandomSource, xp: Any
+) -> Any:
+    """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))``: :func:`host_noise`
+    where the kernels apply, else the portable array code (same stream, same values)."""
+    from minsep.schemes.losses.jit import kernels_enabled
+
+    if kernels_enabled(xp):
+        return host_noise(n_samples, n_steps, coefficients, rng)
+    return sliding_dot(rng.standard_normal((n_samples, n_steps)), coefficients, xp)
+
+
+@functools.lru_cache(maxsize=64)
+def signal_table(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
+    """Cached :func:`~minsep.schemes.losses.cpu_kernels.signal_table` (read-only)."""
+    table = cpu_kernels.signal_table(np.asarray(coefficients, dtype=np.float64), n_steps)
+    table.setflags(write=False)
+    return table
+
+
+@functools.lru_cache(maxsize=64)
+def _norms(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
+    norms = tail_norms(coefficients, n_steps)
+    norms.setflags(write=False)
+    return norms
+
+
+def host_b_min_sep(
+    values: Any,
+    steps: Any,
+    coefficients: tuple[float, ...],
+    sigma: float,
+    value_scale: float,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+) -> np.ndarray:
+    """``ln P/Q`` per row from ``ln(p r_i) = value_scale * values_i + signal_i / sigma^2 + ln p
+    - ||c_i||^2 / (2 sigma^2)`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2
+    for dots ``<c_i, y>``); ``steps`` None means no signal (x = 0)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n_samples, n = values.shape
+    if steps is None:
+        steps_arr = np.empty((n_samples, 0), dtype=np.int32)
+    else:
+        steps_arr = np.ascontiguousarray(steps, dtype=np.int32)
+    inv_s2 = 1.0 / (sigma * sigma)
+    log_p = math.log(probability)
+    base = log_p - (0.5 * inv_s2) * _norms(coefficients, n)
+    out = np.empty(n_samples)
+    if n_samples:
+        cpu_kernels.b_min_sep_rows(
+            values,
+            steps_arr,
+            signal_table(coefficients, n),
+            base,
+            float(value_scale),
+            inv_s2,
+            log_p,
+            1.0 - probability,
+            probability,
+            int(min_sep),
+            bool(warm_start),
+            out,
+        )
+    return out

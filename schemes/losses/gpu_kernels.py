@@ -1,0 +1,233 @@
+"""The fused CUDA kernel of the b-min-sep log-ratio (cupy path), one thread per sample.
+
+Each thread walks its sample's n steps backwards and computes, in one pass,
+
+    x_i = ln(p r_i) = a * v_i + ln p - ||c_i||^2 / (2 sigma^2) + <c_i, C x> / sigma^2,
+    g_i = logaddexp(ln(1 - p) + g_{i+1}, x_i + g_{i+b}),    g_j = 0 (j >= n),
+
+(MATH.md §2-§3, the log domain: exact for every sigma, two transcendentals per step, which a
+GPU affords), the signal added from the participation steps through the cross-Gram table of
+:func:`~minsep.schemes.losses.cpu_kernels.signal_table` (at most two participations lie
+within k of a step, since b >= k). The ring of the last b values of g lives in a global
+scratch array laid out ``(b, rows)``, and the noise correlations in a ``(n, S)`` layout
+(:func:`device_layout`), so that the threads of a warp touch consecutive addresses.
+
+The same source compiles as plain C with ``-DMINSEP_HOST`` (one loop over the rows instead of
+threads): ``tests/unit/test_kernels_cuda_source.py`` runs it on the host against the numba
+kernels, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from scipy import fft as host_fft
+
+from minsep.schemes.losses.blocks import effective_coefficients
+from minsep.schemes.losses.jit import gpu_enabled
+
+#: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
+SOURCE = r"""
+#ifdef MINSEP_HOST
+#include <math.h>
+#include <stdlib.h>
+#define DEVICE static
+#else
+#define DEVICE __device__ static
+#endif
+
+DEVICE double minsep_logaddexp(double a, double b) {
+    double hi = fmax(a, b);
+    if (isinf(hi)) return hi;  /* -inf + -inf, or an infinite term: as numpy's logaddexp */
+    return hi + log1p(exp(-fabs(a - b)));
+}
+
+/* ln P/Q of one sample; values[i * value_stride], ring[slot * ring_stride]. */
+DEVICE double minsep_b_min_sep_row(
+    const double* values, long long value_stride,
+    const int* steps, int m,
+    const double* table, int k, const double* base, int n, int b,
+    double a, double inv_s2, double log_q, int stays, double log_p, double p, int warm,
+    double* ring, long long ring_stride)
+{
+    int width = 2 * k - 1;
+    for (int j = 0; j < b; ++j) ring[(long long)j * ring_stride] = 0.0;
+    int last = -1;  /* index of the last participation with step <= i + k - 1 */
+    while (last + 1 < m && steps[last + 1] < n) ++last;
+    for (int i = n - 1; i >= 0; --i) {
+        while (last >= 0 && steps[last] > i + k - 1) --last;
+        double x = a * values[(long long)i * value_stride] + base[i];
+        int row = (n - 1 - i < k - 1) ? (n - 1 - i) : (k - 1);
+        for (int t = last; t >= 0; --t) {
+            int j = steps[t];
+            if (j < i - k + 1) break;
+            x += inv_s2 * table[row * width + (i - j + k - 1)];
+        }
+        long long slot = (long long)(i % b) * ring_stride;       /* holds g_{i+b} */
+        long long next = (long long)((i + 1) % b) * ring_stride; /* holds g_{i+1} */
+        double go = x + ring[slot];
+        ring[slot] = stays ? minsep_logaddexp(log_q + ring[next], go) : go;
+    }
+    double total = ring[0];
+    if (!warm) return total;
+    for (int j = 1; j < b; ++j)
+        total = minsep_logaddexp(total, log_p + ring[(long long)j * ring_stride]);
+    return total - log1p((b - 1) * p);
+}
+
+#ifdef MINSEP_HOST
+void minsep_b_min_sep_host(
+    const double* values, long long stride_s, long long stride_i,
+    const int* steps, int m, const double* table, int k, const double* base, int n, int b,
+    double a, double inv_s2, double log_q, int stays, double log_p, double p, int warm,
+    double* out, int rows)
+{
+    double* ring = (double*)malloc(sizeof(double) * (size_t)b);
+    for (int s = 0; s < rows; ++s)
+        out[s] = minsep_b_min_sep_row(values + (long long)s * stride_s, stride_i,
+                                      steps + (long long)s * m, m, table, k, base, n, b,
+                                      a, inv_s2, log_q, stays, log_p, p, warm, ring, 1);
+    free(ring);
+}
+#else
+extern "C" __global__ void minsep_b_min_sep(
+    const double* values, long long stride_s, long long stride_i,
+    const int* steps, int m, const double* table, int k, const double* base, int n, int b,
+    double a, double inv_s2, double log_q, int stays, double log_p, double p, int warm,
+    double* out, int row0, int rows, double* ring)
+{
+    int local = blockDim.x * blockIdx.x + threadIdx.x;
+    if (local >= rows) return;
+    long long s = (long long)row0 + local;
+    out[s] = minsep_b_min_sep_row(values + s * stride_s, stride_i, steps + s * m, m,
+                                  table, k, base, n, b, a, inv_s2, log_q, stays, log_p, p,
+                                  warm, ring + local, rows);
+}
+#endif
+"""
+
+#: Up to this many bands the device correlates by direct sums, above by cuFFT.
+DIRECT_MAX_BANDS = 16
+#: Threads per block of the kernel.
+THREADS = 128
+#: Bytes of ring scratch per launch (rows are batched to stay below it).
+RING_BYTES = 1 << 28
+
+
+def usable(xp: Any) -> bool:
+    """True for cupy arrays while the fused kernels are enabled (see :mod:`.jit`)."""
+    return gpu_enabled() and getattr(xp, "__name__", "") == "cupy"
+
+
+@functools.cache
+def _kernel() -> Any:  # pragma: no cover - needs a GPU
+    import cupy
+
+    module = cupy.RawModule(code=SOURCE, options=("--std=c++14",))
+    return module.get_function("minsep_b_min_sep")
+
+
+def device_layout(noise: Any, xp: Any) -> Any:
+    """The same ``(S, n)`` values stored step-major (``(n, S)`` contiguous, returned as the
+    transposed view), so that a warp's threads read consecutive addresses."""
+    return xp.ascontiguousarray(noise.T).T
+
+
+def device_noise(
+    n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: Any
+) -> Any:  # pragma: no cover - needs a GPU
+    """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))`` on the GPU, in
+    :func:`device_layout` (cupy's own API: direct sums up to :data:`DIRECT_MAX_BANDS` bands,
+    cuFFT above). Peak memory about four ``(S, n)`` float64 arrays."""
+    import cupy as cp
+
+    c = effective_coefficients(coefficients, n_steps)
+    k = int(c.size)
+    z = rng.standard_normal((n_samples, n_steps))
+    if k <= DIRECT_MAX_BANDS:
+        out = float(c[0]) * z
+        for j in range(1, k):
+            if c[j] != 0.0:
+                out[:, : n_steps - j] += float(c[j]) * z[:, j:]
+    else:
+        length = int(host_fft.next_fast_len(n_steps + k - 1, real=True))
+        kernel = cp.asarray(np.conj(np.fft.rfft(c, n=length)))
+        spectrum = cp.fft.rfft(z, n=length, axis=1)
+        del z
+        spectrum *= kernel
+        out = cp.fft.irfft(spectrum, n=length, axis=1)[:, :n_steps]
+        del spectrum
+    return device_layout(out, cp)
+
+
+def device_b_min_sep(
+    values: Any,
+    steps: Any,
+    coefficients: tuple[float, ...],
+    sigma: float,
+    value_scale: float,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+) -> Any:  # pragma: no cover - needs a GPU
+    """The cupy twin of :func:`~minsep.schemes.losses.fused.host_b_min_sep` (same arguments)."""
+    import cupy as cp
+
+    from minsep.schemes.losses.fused import _norms, signal_table
+
+    rows, n = int(values.shape[0]), int(values.shape[1])
+    values = values if values.dtype == cp.float64 else values.astype(cp.float64)
+    item = values.itemsize
+    stride_s, stride_i = values.strides[0] // item, values.strides[1] // item
+    if steps is None:
+        steps_arr = cp.zeros((rows, 1), dtype=cp.int32) + n  # one sentinel column
+    else:
+        steps_arr = cp.ascontiguousarray(steps, dtype=cp.int32)
+    m = int(steps_arr.shape[1])
+    table_host = signal_table(coefficients, n)
+    table = cp.asarray(table_host)
+    k = int(table_host.shape[0])
+    inv_s2 = 1.0 / (sigma * sigma)
+    log_p = math.log(probability)
+    base = cp.asarray(log_p - (0.5 * inv_s2) * _norms(coefficients, n))
+    q = 1.0 - probability
+    stays = q > 0.0
+    log_q = math.log(q) if stays else 0.0
+    out = cp.empty(rows, dtype=cp.float64)
+    batch = max(1, min(rows, RING_BYTES // (8 * min_sep)))
+    ring = cp.empty(min_sep * batch, dtype=cp.float64)
+    kernel = _kernel()
+    for row0 in range(0, rows, batch):
+        count = min(batch, rows - row0)
+        blocks = (count + THREADS - 1) // THREADS
+        kernel(
+            (blocks,),
+            (THREADS,),
+            (
+                values,
+                np.int64(stride_s),
+                np.int64(stride_i),
+                steps_arr,
+                np.int32(m),
+                table,
+                np.int32(k),
+                base,
+                np.int32(n),
+                np.int32(min_sep),
+                np.float64(value_scale),
+                np.float64(inv_s2),
+                np.float64(log_q),
+                np.int32(stays),
+                np.float64(log_p),
+                np.float64(probability),
+                np.int32(warm_start),
+                out,
+                np.int32(row0),
+                np.int32(count),
+                ring,
+            ),
+        )
+    return out
