@@ -21,7 +21,12 @@ BACKEND_NAMES = ("numpy", "cupy", "auto")
 
 
 class RandomSource(Protocol):
-    """The random draws the engine needs, producing arrays of the backend's namespace."""
+    """The random draws the engine needs, producing arrays of the backend's namespace.
+
+    Host sources also expose the underlying :class:`numpy.random.Generator` as the optional
+    attribute ``generator``; compiled CPU kernels use it to draw into reused buffers
+    (``standard_normal(out=...)``). Code must fall back to the two methods when it is absent.
+    """
 
     def standard_normal(self, shape: Sequence[int]) -> Any:
         """i.i.d. N(0, 1) float64 array of ``shape``."""
