@@ -29,7 +29,7 @@ import io
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -79,6 +79,10 @@ def _int_tuple(value: Any) -> Any:
     """A sequence as a tuple; anything else unchanged, for the validator to refuse by name."""
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         return value
+    return tuple(value)
+
+
+def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
@@ -134,7 +138,9 @@ class ComparisonSetup:
     min_seps: tuple[int, ...] | None = attrs.field(
         default=None, converter=_optional_int_tuple, validator=optional(_positive_ints)
     )
-    families: tuple[str, ...] = attrs.field(default=FAMILIES, converter=tuple, validator=_families)
+    families: tuple[str, ...] = attrs.field(
+        default=FAMILIES, converter=_str_tuple, validator=_families
+    )
     accountant_options: Mapping[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:

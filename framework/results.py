@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
 import attrs
@@ -16,6 +17,15 @@ import attrs
 from minsep.framework.errors import ConfigurationError
 
 R = TypeVar("R", bound="Result")
+
+
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(str(v) for v in values)
+
+
+def _floats(values: Iterable[float]) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)
+
 
 _KINDS: dict[str, type[Result]] = {}
 
@@ -53,7 +63,7 @@ class Result:
     scheme: dict[str, Any] = attrs.field(factory=dict)
     strategy: dict[str, Any] = attrs.field(factory=dict)
     seconds: float = 0.0
-    notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -147,7 +157,7 @@ class CalibrationResult(Result):
     epsilon: float
     delta: float
     certified: bool = True
-    candidates: tuple[float, ...] = attrs.field(default=(), converter=tuple)
+    candidates: tuple[float, ...] = attrs.field(default=(), converter=_floats)
     samples: int | None = None
     seed: int | None = None
     failure_probability: float = 0.0
