@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -28,8 +29,11 @@ from minsep.framework.interfaces import (
     Strategy,
 )
 from minsep.framework.montecarlo import (
+    EXECUTOR_KINDS,
     CertifiedCurve,
+    Checkpoint,
     EngineConfig,
+    Executor,
     base_delta,
     calibrate_sweep,
     certified_curve,
@@ -73,7 +77,18 @@ class MonteCarloAccountant(Accountant):
         backend: ``"numpy"``, ``"cupy"`` or ``"auto"``.
         chunk_size: samples per chunk; None picks ``clip(2**23 / n_steps, 1024, 65536)`` so a
             transcript array stays near 64 MiB. Part of the reproducibility key with ``seed``.
-        workers: processes (1 = in-process).
+        workers: worker processes (1 = in-process); with ``executor="dask"`` and no
+            ``scheduler``, the processes of an in-process Dask LocalCluster.
+        executor: ``"local"``, ``"processes"`` or ``"dask"``; None picks ``"dask"`` when
+            ``scheduler`` is set, else ``"local"`` for 1 worker and ``"processes"`` otherwise.
+        scheduler: address of a running Dask scheduler (``"tcp://host:8786"``) or its
+            scheduler file (``*.json``); implies ``executor="dask"``.
+        checkpoint: a file where every sampling stage of a question saves its merged tally
+            (stages ``pilot``/``verify``, ``pilot coarse``/``pilot fine``/``calibrate``,
+            ``curve``); rerunning the same question resumes from it without redoing or
+            double-counting a chunk. Another question (other parameters) with the same file is
+            refused (CheckpointError). With ``seed`` None the checkpoint's seed is reused.
+        checkpoint_interval: seconds between checkpoint saves (0: after every chunk).
         progress: progress bar (None: only on a terminal).
         sweep_ratio, sweep_size: Algorithm 5's geometric sweep (resolution and length).
         sigma_low, sigma_high: the range the calibration pilot searches.
@@ -87,6 +102,12 @@ class MonteCarloAccountant(Accountant):
         default=None, validator=v.optional(v.integer(low=1, high=1 << 24))
     )
     workers: int = attrs.field(default=1, validator=v.integer(low=1, high=1024))
+    executor: str | None = attrs.field(
+        default=None, validator=v.optional(v.one_of(*EXECUTOR_KINDS))
+    )
+    scheduler: str | None = None
+    checkpoint: str | None = None
+    checkpoint_interval: float = attrs.field(default=60.0, validator=v.number(low=0.0))
     progress: bool | None = None
     sweep_ratio: float = attrs.field(
         default=1.01, validator=v.number(low=1.0, high=2.0, low_open=True)
@@ -98,6 +119,15 @@ class MonteCarloAccountant(Accountant):
     def __attrs_post_init__(self) -> None:
         if self.sigma_high <= self.sigma_low:
             raise v.fail(self, "sigma_high", self.sigma_high, f"> sigma_low = {self.sigma_low}")
+        if self.scheduler is not None and self.executor not in (None, "dask"):
+            raise v.fail(self, "scheduler", self.scheduler, f"None with executor {self.executor!r}")
+        if self.executor == "local" and self.workers != 1:
+            raise v.fail(self, "workers", self.workers, "1 with executor 'local'")
+        if self.checkpoint is not None and not (
+            self.checkpoint and Path(self.checkpoint).parent.is_dir()
+        ):
+            raise v.fail(self, "checkpoint", self.checkpoint, "a file path in an existing folder")
+        self._executor()  # validates the scheduler address; needs dask for "dask"
 
     @classmethod
     def example(cls) -> MonteCarloAccountant:
@@ -114,6 +144,12 @@ class MonteCarloAccountant(Accountant):
             ({"backend": "tpu"}, "backend"),
             ({"chunk_size": 0}, "chunk_size"),
             ({"workers": 0}, "workers"),
+            ({"executor": "mpi"}, "executor"),
+            ({"executor": "local", "workers": 2}, "workers"),
+            ({"executor": "processes", "scheduler": "tcp://127.0.0.1:8786"}, "scheduler"),
+            ({"scheduler": "not an address"}, "scheduler"),
+            ({"checkpoint": "/nonexistent-folder/run.ckpt"}, "checkpoint"),
+            ({"checkpoint_interval": -1.0}, "checkpoint_interval"),
             ({"sweep_ratio": 1.0}, "sweep_ratio"),
             ({"sweep_size": 1}, "sweep_size"),
             ({"sigma_low": 0.0}, "sigma_low"),
@@ -149,7 +185,20 @@ class MonteCarloAccountant(Accountant):
     def _seed(self) -> int:
         if self.seed is not None:
             return self.seed
+        checkpoint = self._checkpoint()
+        if checkpoint is not None:  # resume a fresh-entropy run with its own seed
+            stored = checkpoint.stored_seed()
+            if stored is not None:
+                return stored
         return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+
+    def _executor(self) -> Executor:
+        return get_executor(self.workers, self.executor, self.scheduler)
+
+    def _checkpoint(self) -> Checkpoint | None:
+        if self.checkpoint is None:
+            return None
+        return Checkpoint(self.checkpoint, every_seconds=self.checkpoint_interval)
 
     def _pilot(self) -> int:
         return self.pilot_samples or max(self.samples // 4, 1000)
@@ -161,8 +210,9 @@ class MonteCarloAccountant(Accountant):
         return EngineConfig(
             chunk_size=chunk,
             backend=get_backend(self.backend).name,
-            executor=get_executor(self.workers),
+            executor=self._executor(),
             progress=self.progress,
+            checkpoint=self._checkpoint(),
         )
 
     def _provenance(self, scheme: SamplingScheme, strategy: Strategy) -> dict[str, Any]:

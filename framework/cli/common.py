@@ -38,6 +38,10 @@ _SCHEME_OPTIONS = {
     "max_batch_size": "max_batch_size",
 }
 
+#: ``--executor`` choices: ``montecarlo.executors.EXECUTOR_KINDS``, spelled out so that the CLI
+#: starts without importing the engine (a test keeps the two equal).
+EXECUTOR_CHOICES = ("local", "processes", "dask")
+
 #: ``--option`` destination -> accountant field, forwarded when the accountant has the field.
 _ACCOUNTANT_OPTIONS = {
     "samples": "samples",
@@ -45,6 +49,10 @@ _ACCOUNTANT_OPTIONS = {
     "seed": "seed",
     "backend": "backend",
     "workers": "workers",
+    "executor": "executor",
+    "scheduler": "scheduler",
+    "checkpoint": "checkpoint",
+    "checkpoint_interval": "checkpoint_interval",
     "chunk_size": "chunk_size",
     "progress": "progress",
 }
@@ -121,7 +129,8 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     Scheme: ``--scheme --steps --rate --min-sep --cold-start --dataset-size --max-batch-size``;
     strategy: ``--bands`` (1 = identity, k >= 2 = MSE-optimal banded Toeplitz); question:
     ``--delta``; Monte Carlo: ``--backend --samples --pilot-samples --seed --workers
-    --chunk-size --progress/--no-progress``; output: ``--json``.
+    --executor --scheduler --checkpoint --checkpoint-interval --chunk-size
+    --progress/--no-progress``; output: ``--json``.
     """
     setup = parser.add_argument_group("setup")
     setup.add_argument("--scheme", default="b_min_sep", help="registered scheme name")
@@ -163,6 +172,31 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed of the sampling streams (default: fresh entropy, reported in the result)",
     )
     mc.add_argument("--workers", type=_positive_int, help="worker processes")
+    mc.add_argument(
+        "--executor",
+        choices=list(EXECUTOR_CHOICES),
+        help="where chunks run: local (in-process), processes (a process pool of --workers), "
+        "dask (a Dask LocalCluster of --workers processes, or the cluster at --scheduler); "
+        "default: local for 1 worker, else processes",
+    )
+    mc.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        help="Dask scheduler address (tcp://host:8786) or scheduler file (*.json); "
+        "implies --executor dask",
+    )
+    mc.add_argument(
+        "--checkpoint",
+        metavar="PATH",
+        help="save the sampling progress to PATH and resume from it when rerun with the "
+        "same parameters (one file per question; other parameters are refused)",
+    )
+    mc.add_argument(
+        "--checkpoint-interval",
+        type=nonnegative_float,
+        metavar="SECONDS",
+        help="seconds between checkpoint saves (default 60; 0 = after every chunk)",
+    )
     mc.add_argument("--chunk-size", type=_positive_int, help="samples per chunk")
     mc.add_argument(
         "--progress",

@@ -7,6 +7,8 @@ Modules, each with one job:
 * :mod:`.accumulators` — mergeable, serialisable tallies: a conservative histogram of L plus
   exact sums of X and X^2 at the epsilons under verification.
 * :mod:`.executors` — the :class:`Executor` protocol, ``LocalExecutor``, ``ProcessExecutor``.
+* :mod:`.dask_executor` — ``DaskExecutor`` (a Dask cluster; imports dask lazily).
+* :mod:`.checkpoint` — ``Checkpoint``: save the merged tally, resume after a crash.
 * :mod:`.sampling` — chunked sampling with per-chunk seeds (``SeedSequence(seed,
   spawn_key=(stream, chunk, direction))``), common random numbers across sigma.
 * :mod:`.estimates` — point estimates ``delta_hat(eps)``, ``eps_hat(delta)`` with standard
@@ -37,6 +39,12 @@ from minsep.framework.montecarlo.calibration import (
     geometric_sweep,
     locate_sigma,
 )
+from minsep.framework.montecarlo.checkpoint import Checkpoint
+from minsep.framework.montecarlo.dask_executor import (
+    DaskExecutor,
+    DaskUnavailableError,
+    shutdown_clusters,
+)
 from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
 from minsep.framework.montecarlo.evr import (
     CertifiedCurve,
@@ -47,6 +55,7 @@ from minsep.framework.montecarlo.evr import (
     certify_epsilon,
 )
 from minsep.framework.montecarlo.executors import (
+    EXECUTOR_KINDS,
     Executor,
     LocalExecutor,
     ProcessExecutor,
@@ -66,11 +75,15 @@ from minsep.framework.montecarlo.sampling import (
 
 __all__ = [
     "BOTH",
+    "EXECUTOR_KINDS",
     "PILOT_STREAM",
     "VERIFY_STREAM",
     "BinSpec",
     "CertifiedCurve",
+    "Checkpoint",
     "ChunkTask",
+    "DaskExecutor",
+    "DaskUnavailableError",
     "DeltaCertificate",
     "EngineConfig",
     "EpsilonCertificate",
@@ -101,6 +114,7 @@ __all__ = [
     "overall_delta",
     "sample",
     "sample_chunks",
+    "shutdown_clusters",
     "shutdown_pools",
     "verification_failure",
 ]

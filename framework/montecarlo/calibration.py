@@ -181,7 +181,7 @@ def locate_sigma(
     check_range("locate_sigma", "low", low, low=0.0, low_open=True)
     check_range("locate_sigma", "high", high, low=low, low_open=True)
     coarse = geometric_sweep(high, 2.0, round(math.log2(high / low)) + 1)
-    first = _walk(model, coarse, epsilon, target, max(samples // 4, 2), seed, config)
+    first = _walk(model, coarse, epsilon, target, max(samples // 4, 2), seed, config, "coarse")
     if first < 0:
         raise CalibrationError(
             f"pilot: even sigma = {high:g} has delta_hat > {target:.3g} at epsilon {epsilon:g}; "
@@ -190,7 +190,7 @@ def locate_sigma(
     if first == len(coarse) - 1:
         return coarse[-1]
     fine = geometric_sweep(coarse[first], 2.0 ** (1.0 / fine_steps), fine_steps + 1)
-    second = _walk(model, fine, epsilon, target, samples, seed, config)
+    second = _walk(model, fine, epsilon, target, samples, seed, config, "fine")
     return fine[max(second, 0)]
 
 
@@ -202,7 +202,9 @@ def _walk(
     samples: int,
     seed: int,
     config: EngineConfig | None,
+    walk: str,
 ) -> int:
+    # Each walk is its own checkpoint stage ("pilot coarse", "pilot fine").
     tally = sample(
         model,
         sweep,
@@ -212,7 +214,7 @@ def _walk(
         checks=(float(epsilon),),
         histograms=False,
         config=config,
-        description="pilot",
+        description=f"pilot {walk}",
     )
     index = -1
     for i in range(len(sweep)):

@@ -5,9 +5,10 @@ sequence of chunk indices and yields the results **in the order of the indices**
 merges results in that order, and each chunk's randomness depends only on (seed, stream, chunk
 index), so a run gives bit-identical results on any executor and any number of workers.
 
-Plugging in another executor (e.g. Dask) means implementing ``map`` with that contract; the
-task objects are plain attrs instances (model, sigmas, directions, chunk size, seed, backend
-name) and pickle.
+Plugging in another executor means implementing ``map`` with that contract (as
+:class:`~minsep.framework.montecarlo.dask_executor.DaskExecutor` does for Dask); the task objects
+are plain attrs instances (model, sigmas, directions, chunk size, seed, backend name) and
+pickle.
 """
 
 from __future__ import annotations
@@ -25,8 +26,19 @@ from typing import Protocol, TypeVar, runtime_checkable
 import attrs
 
 from minsep.framework import validation as v
+from minsep.framework.errors import ConfigurationError
 
-__all__ = ["Executor", "LocalExecutor", "ProcessExecutor", "get_executor", "shutdown_pools"]
+__all__ = [
+    "EXECUTOR_KINDS",
+    "Executor",
+    "LocalExecutor",
+    "ProcessExecutor",
+    "get_executor",
+    "shutdown_pools",
+]
+
+#: Names accepted by :func:`get_executor` (and ``--executor``).
+EXECUTOR_KINDS = ("local", "processes", "dask")
 
 T = TypeVar("T")
 
@@ -153,10 +165,38 @@ class ProcessExecutor:
                 future.cancel()
 
 
-def get_executor(workers: int | None = 1) -> Executor:
-    """``LocalExecutor`` for 1 worker, else a ``ProcessExecutor`` (``None``: all CPUs)."""
+def get_executor(
+    workers: int | None = 1, kind: str | None = None, scheduler: str | None = None
+) -> Executor:
+    """An executor by name.
+
+    ``kind`` None (automatic): ``DaskExecutor`` when ``scheduler`` is given, else
+    ``LocalExecutor`` for 1 worker and a ``ProcessExecutor`` otherwise (``workers`` None: all
+    CPUs). ``"local"`` (1 worker only), ``"processes"`` and ``"dask"`` (a LocalCluster of
+    ``workers`` processes, or the cluster at ``scheduler``) choose explicitly.
+    """
     count = (os.cpu_count() or 1) if workers is None else workers
     v.check_range("get_executor", "workers", count, low=1, integer=True)
-    if count == 1:
+    if kind is None:
+        kind = "dask" if scheduler is not None else "local" if count == 1 else "processes"
+    if kind not in EXECUTOR_KINDS:
+        raise ConfigurationError(
+            f"get_executor.kind = {kind!r} is invalid: must be one of {list(EXECUTOR_KINDS)}"
+        )
+    if scheduler is not None and kind != "dask":
+        raise ConfigurationError(
+            f"get_executor.scheduler = {scheduler!r} is invalid: a scheduler address needs "
+            f"the 'dask' executor, not {kind!r}"
+        )
+    if kind == "dask":
+        from minsep.framework.montecarlo.dask_executor import DaskExecutor
+
+        return DaskExecutor(scheduler=scheduler, n_workers=count)
+    if kind == "local":
+        if count != 1:
+            raise ConfigurationError(
+                f"get_executor.workers = {count!r} is invalid: must be 1 for the 'local' "
+                "executor (use 'processes' or 'dask' for more)"
+            )
         return LocalExecutor()
     return ProcessExecutor(max_workers=count)

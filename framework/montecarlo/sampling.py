@@ -45,6 +45,7 @@ from minsep.framework.montecarlo.accumulators import (
     _bin_indices,
     hockey_stick,
 )
+from minsep.framework.montecarlo.checkpoint import Checkpoint
 from minsep.framework.montecarlo.executors import Executor, LocalExecutor
 
 __all__ = [
@@ -102,6 +103,11 @@ def _floats(values: Iterable[float]) -> tuple[float, ...]:
     return tuple(float(x) for x in values)
 
 
+def _tuple(values: Iterable[Direction]) -> tuple[Direction, ...]:
+    # a typed converter: mypy's attrs plugin cannot solve the bare ``tuple`` converter
+    return tuple(values)
+
+
 @attrs.frozen
 class EngineConfig:
     """How a run is computed (not what it computes): chunking, backend, executor, progress.
@@ -111,9 +117,13 @@ class EngineConfig:
             key: another chunk size gives another, equally valid, sample).
         backend: backend name (``"numpy"``, ``"cupy"``, ``"auto"``) or a Backend object (the
             latter only with in-process executors, since namespaces do not pickle).
-        executor: where chunks run (``LocalExecutor`` or ``ProcessExecutor``, or a plugin).
+        executor: where chunks run (``LocalExecutor``, ``ProcessExecutor``, ``DaskExecutor``
+            or a plugin).
         progress: show a tqdm bar: None = only when stderr is a terminal.
         bins: the histogram grid.
+        checkpoint: save progress there and resume from it (one file per accounting
+            question, one stage per :func:`sample` call, keyed by its ``description``; see
+            :mod:`~minsep.framework.montecarlo.checkpoint`).
     """
 
     chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
@@ -121,6 +131,7 @@ class EngineConfig:
     executor: Executor = attrs.field(factory=LocalExecutor)
     progress: bool | None = None
     bins: BinSpec = attrs.field(factory=BinSpec)
+    checkpoint: Checkpoint | None = None
 
     def backend_name(self) -> str:
         """The name of the backend (resolving ``"auto"``)."""
@@ -143,7 +154,7 @@ class ChunkTask:
     stream: int = attrs.field(default=PILOT_STREAM, validator=v.integer(low=0))
     checks: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_finite_checks)
     directions: tuple[Direction, ...] = attrs.field(
-        default=BOTH, converter=tuple, validator=_directions
+        default=BOTH, converter=_tuple, validator=_directions
     )
     chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
     bins: BinSpec | None = attrs.field(factory=BinSpec)
@@ -244,19 +255,38 @@ def sample_chunks(
     *,
     into: SweepTally | None = None,
     description: str = "sampling",
+    stage: str | None = None,
 ) -> SweepTally:
     """Run ``task`` on ``indices`` with ``config.executor`` and merge in index order.
 
     ``into`` continues an existing tally (e.g. loaded from a checkpoint holding chunks
     ``0..k-1``; pass ``range(k, task.n_chunks)``): merging continues in chunk order, so the
     result is bit-identical to an uninterrupted run.
+
+    With ``stage`` and ``config.checkpoint`` set, the run is checkpointed under that stage
+    label: ``indices`` must be ``range(task.n_chunks)`` and ``into`` None; chunks already in
+    the checkpoint are not run again, and the merged tally is saved as chunks complete.
     """
+    journal = None
+    if stage is not None and config.checkpoint is not None:
+        if into is not None or not (isinstance(indices, range) and indices == range(task.n_chunks)):
+            raise ConfigurationError(
+                f"sample_chunks.indices = {indices!r} is invalid: a checkpointed run must cover "
+                f"range({task.n_chunks}) with into=None"
+            )
+        journal = config.checkpoint.journal(stage, task.describe(), task.n_chunks)
+        into = journal.tally
+        indices = range(journal.chunks_done, task.n_chunks)
     total = task.empty() if into is None else into
     samples = sum(task.chunk_length(i) for i in indices)
     with _bar(samples * len(task.directions), config.progress, description) as bar:
         for index, result in zip(indices, config.executor.map(task, indices), strict=True):
             total.merge(result)
+            if journal is not None:
+                journal.record(total, index + 1)
             bar.update(task.chunk_length(index) * len(task.directions))
+    if journal is not None:
+        journal.finish(total)
     return total
 
 
@@ -274,6 +304,8 @@ def sample(
     description: str = "sampling",
 ) -> SweepTally:
     """Draw ``n_samples`` losses per direction and tally them for every sigma.
+
+    With ``config.checkpoint`` the run is a checkpoint stage labelled ``description``.
 
     Args:
         model: the privacy-loss model (dominating pair).
@@ -304,4 +336,6 @@ def sample(
         config.bins if histograms else None,
         backend,
     )
-    return sample_chunks(task, range(task.n_chunks), config, description=description)
+    return sample_chunks(
+        task, range(task.n_chunks), config, description=description, stage=description
+    )

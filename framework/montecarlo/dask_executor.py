@@ -1,0 +1,260 @@
+"""Run the chunks of a Monte Carlo run on a Dask cluster (``pip install 'minsep[dist]'``).
+
+:class:`DaskExecutor` implements the :class:`~minsep.framework.montecarlo.executors.Executor`
+contract on ``distributed``: it connects to a running scheduler (``scheduler="tcp://host:8786"``,
+or the path of a scheduler file written by ``dask scheduler --scheduler-file``), or starts an
+in-process ``LocalCluster`` of ``n_workers`` worker **processes** (the losses are CPU-bound
+numpy/numba code; threads would serialise on the GIL), and closes the clusters it started.
+
+Chunks are submitted as futures, at most ``ahead * threads`` of them in flight or waiting to be
+yielded (a run of millions of chunks never holds millions of futures), completed futures are
+collected with ``as_completed`` and **yielded in index order**: results that complete early
+wait in a buffer until their predecessors are in. Each chunk's randomness depends only on
+(seed, stream, chunk index) and the engine merges in chunk order, so a result is bit-identical
+to the local executor's whatever the number of workers, their speed, or their failures.
+
+Fault tolerance: when a worker dies, the scheduler reruns the chunks it was running or whose
+results it held (a chunk is a pure function of its index, so a rerun returns the same bits);
+a chunk that raises is retried ``retries`` times before the error reaches the caller. A chunk
+that kills ``distributed.scheduler.allowed-failures`` (default 3) workers in a row is given
+up (``KilledWorker``). Losing the client process itself (the one merging) is what
+checkpoints (:mod:`~minsep.framework.montecarlo.checkpoint`) are for.
+
+The client and the cluster are started on first use and shared by every DaskExecutor with the
+same settings in this process (so the pilot and the verification of one question pay the start
+once); :func:`shutdown_clusters` (also run at interpreter exit) closes them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from minsep.framework import validation as v
+from minsep.framework.errors import MinsepError
+
+__all__ = ["DaskExecutor", "DaskUnavailableError", "require_dask", "shutdown_clusters"]
+
+T = TypeVar("T")
+
+#: How often (seconds) the in-flight window follows the cluster's thread count (adaptive
+#: clusters grow and shrink).
+_RESIZE_SECONDS = 10.0
+
+
+class DaskUnavailableError(MinsepError, ImportError):
+    """``dask.distributed`` is not installed."""
+
+
+def require_dask() -> None:
+    """Raise DaskUnavailableError (naming the install command) unless distributed imports."""
+    if importlib.util.find_spec("distributed") is None:
+        raise DaskUnavailableError(
+            "the Dask executor needs dask.distributed, which is not installed: "
+            "pip install 'minsep[dist]'"
+        )
+
+
+def _distributed() -> Any:
+    """The ``distributed`` module, imported on first use (typed Any: it ships no stubs)."""
+    require_dask()
+    return importlib.import_module("distributed")
+
+
+def _scheduler_address(instance: Any, attribute: Any, value: Any) -> None:
+    if value is None:
+        return
+    ok = isinstance(value, str) and (
+        "://" in value or value.endswith(".json") or (":" in value and " " not in value)
+    )
+    if not ok:
+        raise v.fail(
+            instance,
+            attribute.name,
+            value,
+            "a scheduler address such as 'tcp://host:8786' or a scheduler file '*.json'",
+        )
+
+
+_CLUSTERS: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # key -> (client, cluster or None)
+_CLUSTERS_LOCK = threading.Lock()
+
+
+def shutdown_clusters() -> None:
+    """Close every shared client, and the local clusters started for them."""
+    with _CLUSTERS_LOCK:
+        entries = list(_CLUSTERS.values())
+        _CLUSTERS.clear()
+    for client, cluster in entries:
+        _close(client, cluster)
+
+
+def _close(client: Any, cluster: Any) -> None:
+    for thing in (client, cluster):
+        if thing is None:
+            continue
+        try:
+            thing.close()
+        except Exception:  # closing is best effort (interpreter exit, a dead event loop)
+            logging.getLogger(__name__).debug("closing %r failed", thing, exc_info=True)
+
+
+atexit.register(shutdown_clusters)
+
+
+@attrs.frozen
+class DaskExecutor:
+    """Chunks on a Dask cluster, yielded in index order (module docstring).
+
+    Attributes:
+        scheduler: address of a running scheduler (``"tcp://host:8786"``) or path of its
+            scheduler file (``*.json``); None starts an in-process ``LocalCluster``.
+        n_workers: worker processes of the LocalCluster (ignored with ``scheduler``).
+        threads_per_worker: threads per LocalCluster worker (1 suits CPU-bound chunks).
+        ahead: chunks in flight or buffered per worker thread. Results are yielded in order,
+            so once ``ahead * threads`` chunks are out the workers wait for the oldest one; 4
+            lets fast workers run ahead of a slow one. Memory: the client holds up to that many
+            chunk tallies (a sparse histogram per sigma and direction, usually tens of kB);
+            queued chunks hold no transcript.
+        retries: reruns of a chunk that raised before the error is reported.
+        memory_limit: per-worker memory limit of the LocalCluster (Dask's syntax, e.g.
+            ``"4GiB"``; ``"auto"`` = system memory / workers). Size ``chunk_size`` so that one
+            chunk's transcript fits (see :mod:`~minsep.framework.montecarlo.sampling`).
+    """
+
+    scheduler: str | None = attrs.field(default=None, validator=_scheduler_address)
+    n_workers: int = attrs.field(default=2, validator=v.integer(low=1, high=4096))
+    threads_per_worker: int = attrs.field(default=1, validator=v.integer(low=1, high=1024))
+    ahead: int = attrs.field(default=4, validator=v.integer(low=1, high=1024))
+    retries: int = attrs.field(default=3, validator=v.integer(low=0, high=100))
+    memory_limit: str = "auto"
+
+    def __attrs_post_init__(self) -> None:
+        require_dask()
+
+    # -- the cluster ----------------------------------------------------------------------
+
+    def _key(self) -> tuple[Any, ...]:
+        if self.scheduler is not None:
+            return ("remote", self.scheduler)
+        return ("local", self.n_workers, self.threads_per_worker, self.memory_limit)
+
+    def client(self) -> Any:
+        """The shared ``distributed.Client`` of this configuration (started on first use)."""
+        key = self._key()
+        with _CLUSTERS_LOCK:
+            entry = _CLUSTERS.get(key)
+            if entry is not None and entry[0].status == "running":
+                return entry[0]
+            if entry is not None:
+                _close(*entry)
+            entry = self._start()
+            _CLUSTERS[key] = entry
+            return entry[0]
+
+    def _start(self) -> tuple[Any, Any]:
+        dist = _distributed()
+        if self.scheduler is not None:
+            if self.scheduler.endswith(".json") and Path(self.scheduler).is_file():
+                return dist.Client(scheduler_file=self.scheduler), None
+            return dist.Client(self.scheduler), None
+        cluster = dist.LocalCluster(
+            n_workers=self.n_workers,
+            threads_per_worker=self.threads_per_worker,
+            processes=True,
+            memory_limit=self.memory_limit,
+            dashboard_address=None,  # no dashboard; its HTTP endpoint on a free local port:
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            silence_logs=logging.WARNING,
+        )
+        try:
+            return dist.Client(cluster), cluster
+        except Exception:
+            cluster.close()
+            raise
+
+    def close(self) -> None:
+        """Close this configuration's client (and its LocalCluster, if this started one)."""
+        with _CLUSTERS_LOCK:
+            entry = _CLUSTERS.pop(self._key(), None)
+        if entry is not None:
+            _close(*entry)
+
+    @property
+    def workers(self) -> int:
+        """Worker threads: ``n_workers * threads_per_worker`` for a LocalCluster, the
+        connected cluster's current thread count (at least 1) for a scheduler address."""
+        if self.scheduler is None:
+            return self.n_workers * self.threads_per_worker
+        return _threads(self.client())
+
+    # -- the work -------------------------------------------------------------------------
+
+    def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
+        """``task(i)`` for each index on the cluster, yielded in the order of ``indices``.
+
+        At most ``ahead * threads`` chunks are submitted or buffered at once; earlier chunks
+        get higher scheduling priority; futures still pending when the consumer stops (or
+        fails) are cancelled.
+        """
+        if len(indices) == 0:
+            return
+        client = self.client()
+        run = uuid.uuid4().hex[:12]
+        limit = self.ahead * _threads(client)
+        resized = time.monotonic()
+        queue = iter(enumerate(indices))
+        pending: dict[str, tuple[int, Any]] = {}  # future key -> (position, future)
+        ready: dict[int, T] = {}  # completed out of order, waiting for their predecessors
+        completed = _distributed().as_completed(loop=client.loop)
+        head = 0  # position of the next result to yield
+
+        def refill() -> None:
+            while len(pending) + len(ready) < limit:
+                item = next(queue, None)
+                if item is None:
+                    return
+                position, index = item
+                future = client.submit(
+                    task,
+                    index,
+                    key=f"minsep-chunk-{run}-{position}",
+                    retries=self.retries,
+                    pure=False,
+                    priority=-position,
+                )
+                pending[future.key] = (position, future)
+                completed.add(future)
+
+        try:
+            refill()
+            while pending:
+                future = next(completed)
+                position, _ = pending.pop(future.key)
+                ready[position] = future.result()
+                future.release()
+                while head in ready:
+                    yield ready.pop(head)
+                    head += 1
+                if time.monotonic() - resized > _RESIZE_SECONDS:
+                    limit, resized = self.ahead * _threads(client), time.monotonic()
+                refill()  # the head chunk is always pending: none pending = all yielded
+        finally:
+            for _, future in pending.values():
+                future.cancel()
+            completed.clear()
+
+
+def _threads(client: Any) -> int:
+    """Total worker threads of the client's cluster (1 while none has joined)."""
+    threads: dict[str, int] = client.nthreads()
+    return max(sum(threads.values()), 1)
