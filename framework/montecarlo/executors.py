@@ -17,6 +17,7 @@ import atexit
 import collections
 import concurrent.futures
 import concurrent.futures.process
+import importlib.metadata
 import multiprocessing
 import os
 import threading
@@ -87,6 +88,16 @@ _POOLS_LOCK = threading.Lock()
 _PRELOAD = ["numpy", "scipy.special", "minsep.framework.montecarlo"]
 
 
+def _preload_modules() -> list[str]:
+    """The fixed preloads plus every registered scheme plugin's module (where the loss-model
+    kernels live), found through the entry points so the framework names no project package."""
+    modules = list(_PRELOAD)
+    for ep in importlib.metadata.entry_points(group="minsep.schemes"):
+        if ep.module not in modules:
+            modules.append(ep.module)
+    return modules
+
+
 def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
     """A process pool shared by every executor of the same size and start method."""
     with _POOLS_LOCK:
@@ -94,7 +105,7 @@ def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
         if pool is None:
             context = multiprocessing.get_context(method)
             if method == "forkserver":
-                context.set_forkserver_preload(_PRELOAD)
+                context.set_forkserver_preload(_preload_modules())
             pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context)
             _POOLS[(workers, method)] = pool
         return pool
