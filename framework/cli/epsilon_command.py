@@ -44,7 +44,15 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
         delta += f"   (verified at base delta {common.fmt(result.base_delta, 4)})"
     lines.append(f"delta                {delta}")
     lines.append(f"sigma                {common.fmt(result.sigma)}")
-    lines.extend(_sample_lines(result.samples, result.pilot_samples, result.seconds))
+    n_steps = result.scheme.get("n_steps")
+    lines.extend(
+        _sample_lines(
+            result.samples,
+            result.pilot_samples,
+            result.seconds,
+            n_steps if isinstance(n_steps, int) else None,
+        )
+    )
     if result.seed is not None:
         lines.append(f"seed                 {result.seed}")
     lines.append(f"accountant           {result.accountant} ({result.method})")
@@ -52,7 +60,9 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
     return lines
 
 
-def _sample_lines(samples: int | None, pilot: int | None, seconds: float) -> list[str]:
+def _sample_lines(
+    samples: int | None, pilot: int | None, seconds: float, n_steps: int | None = None
+) -> list[str]:
     lines = []
     if samples is not None:
         text = f"{samples:,} verification"
@@ -62,7 +72,11 @@ def _sample_lines(samples: int | None, pilot: int | None, seconds: float) -> lis
     lines.append(f"seconds              {seconds:.3f}")
     if samples is not None and seconds > 0:
         drawn = 2 * (samples + (pilot or 0))
-        lines.append(f"throughput           {drawn / seconds:,.0f} loss samples/s")
+        rate = drawn / seconds
+        text = f"{rate:,.0f} loss samples/s"
+        if n_steps:
+            text += f" = {rate * n_steps:.3g} sample·steps/s (both directions, pilot included)"
+        lines.append(f"throughput           {text}")
     return lines
 
 
