@@ -26,7 +26,7 @@ import attrs
 import dp_accounting
 from scipy import special
 
-from minsep.accountants.pld import check_delta, check_epsilon, check_sigma, strategy_record
+from minsep.accountants.pld import check_delta, check_epsilon, check_sigma
 from minsep.framework.errors import CalibrationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.registries import accountants
@@ -104,10 +104,7 @@ class GaussianAccountant(Accountant):
         # Brent's root is only within tol of the exact epsilon: move it up until it is certified.
         value = _nudged_up(root + _TOL, lambda e: gaussian_delta(s, e) <= delta)
         return EpsilonResult(
-            accountant=self.registry_name,
-            method="exact",
-            scheme=scheme.public_parameters(),
-            strategy=strategy_record(strategy),
+            **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
             notes=self._notes(sens),
             epsilon=value,
@@ -128,10 +125,7 @@ class GaussianAccountant(Accountant):
         sens = self.sensitivity(scheme, strategy)
         value = gaussian_delta(sigma / sens, epsilon)
         return DeltaResult(
-            accountant=self.registry_name,
-            method="exact",
-            scheme=scheme.public_parameters(),
-            strategy=strategy_record(strategy),
+            **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
             notes=self._notes(sens),
             delta=value,
@@ -155,10 +149,7 @@ class GaussianAccountant(Accountant):
             sens * (unit + _TOL), lambda s: gaussian_delta(s / sens, epsilon) <= delta
         )
         return CalibrationResult(
-            accountant=self.registry_name,
-            method="exact",
-            scheme=scheme.public_parameters(),
-            strategy=strategy_record(strategy),
+            **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
             notes=self._notes(sens),
             sigma=sigma,

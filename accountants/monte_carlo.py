@@ -52,14 +52,6 @@ __all__ = ["MonteCarloAccountant"]
 _VALUES_PER_CHUNK = 1 << 23
 
 
-def _strategy_parameters(strategy: Strategy) -> dict[str, Any]:
-    return {
-        "strategy": getattr(strategy, "registry_name", type(strategy).__name__),
-        "bands": int(strategy.bands),
-        "coefficients": [float(c) for c in strategy.coefficients],
-    }
-
-
 def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -217,10 +209,7 @@ class MonteCarloAccountant(Accountant):
 
     def _provenance(self, scheme: SamplingScheme, strategy: Strategy) -> dict[str, Any]:
         return {
-            "accountant": "monte_carlo",
-            "method": "monte_carlo",
-            "scheme": scheme.public_parameters(),
-            "strategy": _strategy_parameters(strategy),
+            **self.provenance(scheme, strategy, "monte_carlo"),
             "backend": get_backend(self.backend).name,
         }
 

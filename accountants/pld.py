@@ -42,7 +42,6 @@ __all__ = [
     "check_epsilon",
     "check_sigma",
     "conservative_sigma",
-    "strategy_record",
 ]
 
 #: Zero-out adjacency of MATH.md §1 for Poisson-type events, both directions.
@@ -65,14 +64,6 @@ def check_delta(owner: str, delta: float) -> None:
 def check_epsilon(owner: str, epsilon: float) -> None:
     """Refuse an epsilon that is not a finite number >= 0."""
     check_range(owner, "epsilon", epsilon, low=0.0)
-
-
-def strategy_record(strategy: Strategy) -> dict[str, Any]:
-    """The strategy's identity as plain data for a result: registered name and bands."""
-    return {
-        "strategy": getattr(strategy, "registry_name", type(strategy).__name__),
-        "bands": strategy.bands,
-    }
 
 
 def conservative_sigma(
@@ -221,10 +212,7 @@ class PLDAccountant(Accountant):
         check_delta(type(self).__name__, delta)
         value = self._epsilon(event, delta)
         return EpsilonResult(
-            accountant=self.registry_name,
-            method="exact",
-            scheme=scheme.public_parameters(),
-            strategy=strategy_record(strategy),
+            **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
             epsilon=value,
             certified_epsilon=value,
@@ -243,10 +231,7 @@ class PLDAccountant(Accountant):
         accountant.compose(event)
         value = min(max(float(accountant.get_delta(epsilon)), 0.0), 1.0)
         return DeltaResult(
-            accountant=self.registry_name,
-            method="exact",
-            scheme=scheme.public_parameters(),
-            strategy=strategy_record(strategy),
+            **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
             delta=value,
             certified_delta=value,
@@ -272,10 +257,7 @@ class PLDAccountant(Accountant):
 
         sigma, achieved, examined = conservative_sigma(epsilon_at, epsilon, rtol=self.sigma_rtol)
         return CalibrationResult(
-            accountant=self.registry_name,
-            method="exact",
-            scheme=scheme.public_parameters(),
-            strategy=strategy_record(strategy),
+            **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
             notes=(f"exact epsilon at the returned sigma: {achieved!r}",),
             sigma=sigma,

@@ -127,6 +127,14 @@ class Strategy(ABC):
         """The number of bands k (1 for the identity)."""
         return int(self.coefficients.shape[0])
 
+    def public_parameters(self) -> dict[str, Any]:
+        """The strategy as plain data (for results and records)."""
+        return {
+            "strategy": getattr(type(self), "registry_name", type(self).__name__),
+            "bands": int(self.bands),
+            "coefficients": [float(c) for c in self.coefficients],
+        }
+
     @abstractmethod
     def matrix(self, n_steps: int) -> np.ndarray:
         """The dense n x n matrix C (for small n, tests and inspection)."""
@@ -269,6 +277,15 @@ class Accountant(ABC):
     @abstractmethod
     def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
         """None if this accountant can account the pair, else the reason it cannot."""
+
+    def provenance(self, scheme: SamplingScheme, strategy: Strategy, method: str) -> dict[str, Any]:
+        """The fields every result shares: who answered, how, and about what."""
+        return {
+            "accountant": getattr(type(self), "registry_name", type(self).__name__),
+            "method": method,
+            "scheme": scheme.public_parameters(),
+            "strategy": strategy.public_parameters(),
+        }
 
     def supports(self, scheme: SamplingScheme, strategy: Strategy) -> bool:
         """True when :meth:`why_not` finds no obstacle."""

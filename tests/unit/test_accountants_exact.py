@@ -260,7 +260,8 @@ def test_results_round_trip() -> None:
             accountant.calibrate(scheme, strategy, 2.0, 1e-5),
         ):
             assert Result.from_json(result.to_json()) == result
-            assert result.strategy == {"strategy": "ToyBanded", "bands": 3}
+            assert result.strategy == strategy.public_parameters()
+            assert result.strategy["bands"] == 3
             assert result.scheme["groups"] == 3
 
 
