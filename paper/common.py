@@ -1,0 +1,456 @@
+"""Shared plumbing of the paper scripts: options, deterministic CSV output, tables and plots.
+
+Every script writes into one output folder:
+
+- ``<name>*.csv``: the numbers, floats with :data:`DIGITS` significant digits, so that a rerun
+  with the same options reproduces the files byte for byte (tiny platform noise stays below
+  the printed precision);
+- ``<name>.json``: the settings that produced them (deterministic) and a ``timing`` block
+  (wall and CPU seconds; the only part that differs between reruns);
+- ``<name>.md``: the tables as markdown (pasted into ``paper/README.md``);
+- ``<name>*.png``: the figures (matplotlib with the Agg backend, the optional ``plot`` extra;
+  skipped with a warning when matplotlib is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from minsep.framework.validation import Validator, fail
+
+#: Significant digits of every float written to a CSV or markdown table.
+DIGITS = 6
+
+#: Where the committed quick-mode outputs live.
+OUTPUT_DIR = Path(__file__).resolve().parent / "outputs"
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+
+def fmt(value: Any, digits: int = DIGITS) -> str:
+    """A cell: floats with ``digits`` significant digits, None as empty, others as ``str``."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        text = f"{value:.{digits}g}"
+        return "0" if text == "-0" else text
+    return str(value)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> Path:
+    """Write ``rows`` (missing keys empty) with a header line; floats via :func:`fmt`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([fmt(row.get(column)) for column in columns])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """The rows of a CSV written by :func:`write_csv` (values as strings)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4) -> str:
+    """A GitHub markdown table; floats with ``digits`` significant digits, None as ``-``."""
+
+    def cell(value: Any) -> str:
+        return "-" if value is None else fmt(value, digits)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` (a trailing newline added), creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+    return path
+
+
+def _plain(value: Any) -> Any:
+    if attrs.has(type(value)):
+        return {k: _plain(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return value
+
+
+def write_metadata(path: Path, settings: Mapping[str, Any], timing: Mapping[str, Any]) -> Path:
+    """``{"settings": ..., "timing": ...}`` as indented JSON (settings are deterministic)."""
+    data = {"settings": _plain(settings), "timing": _plain(timing)}
+    return write_text(path, json.dumps(data, indent=2, sort_keys=True))
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def tuple_of(validator: Validator) -> Validator:
+    """attrs validator: a non-empty tuple whose every item passes ``validator``."""
+
+    def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, tuple) or not value:
+            raise fail(instance, attribute.name, value, "a non-empty tuple")
+        for item in value:
+            validator(instance, attribute, item)
+
+    return validate
+
+
+# --- timing and progress ---------------------------------------------------------------------
+
+
+@attrs.define
+class Stopwatch:
+    """Wall and CPU (this process) seconds since construction."""
+
+    wall0: float = attrs.field(factory=time.perf_counter)
+    cpu0: float = attrs.field(factory=time.process_time)
+
+    @property
+    def wall(self) -> float:
+        """Wall seconds elapsed."""
+        return time.perf_counter() - self.wall0
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of this process elapsed (worker processes not included)."""
+        return time.process_time() - self.cpu0
+
+
+@attrs.define
+class Reporter:
+    """One line on stderr per unit of work (only when enabled: default, a terminal)."""
+
+    name: str
+    enabled: bool
+    clock: Stopwatch = attrs.field(factory=Stopwatch)
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            print(f"[{self.name} {self.clock.wall:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def warn(message: str) -> None:
+    """One line on stderr."""
+    print(f"paper: {message}", file=sys.stderr, flush=True)
+
+
+# --- options ---------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class EngineOptions:
+    """How the Monte Carlo work runs (never what it computes, except ``seed``).
+
+    Attributes:
+        seed: root seed of every Monte Carlo stream (results are reproducible given it).
+        workers: worker processes (results do not depend on it).
+        backend: ``"numpy"`` or ``"cupy"`` (a GPU; same random streams, same results up to
+            rounding).
+        scheduler: address or scheduler file of a running Dask cluster (implies Dask).
+        progress: show progress lines on stderr.
+    """
+
+    seed: int
+    workers: int = 1
+    backend: str = "numpy"
+    scheduler: str | None = None
+    progress: bool = False
+
+    def accountant_options(self, samples: int) -> dict[str, Any]:
+        """Fields for :class:`~minsep.accountants.monte_carlo.MonteCarloAccountant`."""
+        options: dict[str, Any] = {
+            "samples": samples,
+            "seed": self.seed,
+            "workers": self.workers,
+            "backend": self.backend,
+            "progress": False,
+        }
+        if self.scheduler is not None:
+            options["scheduler"] = self.scheduler
+        return options
+
+    def record(self) -> dict[str, Any]:
+        """The parts that determine the numbers (for the settings record)."""
+        return {"seed": self.seed, "backend": self.backend}
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 0")
+    return value
+
+
+def float_list(text: str) -> tuple[float, ...]:
+    """Comma-separated positive finite numbers (an argparse type)."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or any(not (v > 0 and math.isfinite(v)) for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be positive numbers, e.g. 1,2")
+    return values
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """Comma-separated integers >= 1 (an argparse type)."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be integers >= 1, e.g. 4,16")
+    return values
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, default_seed: int) -> None:
+    """``--quick``, ``--output-dir``, ``--samples``, ``--seed``, ``--workers``, ``--backend``,
+    ``--scheduler``, ``--no-plot``, ``--progress``."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the reduced grid whose outputs are committed (minutes on 2 cores)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=OUTPUT_DIR,
+        help=f"folder for the CSV, JSON, markdown and PNG outputs (default {OUTPUT_DIR})",
+    )
+    parser.add_argument(
+        "--samples",
+        type=_count,
+        help="Monte Carlo verification samples per direction (default: the mode's own)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        default=default_seed,
+        help=f"root seed of the Monte Carlo streams (default {default_seed})",
+    )
+    parser.add_argument(
+        "--workers", type=_count, default=1, help="Monte Carlo worker processes (default 1)"
+    )
+    parser.add_argument(
+        "--backend",
+        default="numpy",
+        choices=("numpy", "cupy", "auto"),
+        help="array backend of the Monte Carlo engine (cupy: a CUDA GPU)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        help="a running Dask scheduler (tcp://host:8786 or a scheduler file) for the Monte "
+        "Carlo chunks",
+    )
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNG figures")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress lines on stderr (default: only on a terminal)",
+    )
+
+
+def engine_options(args: argparse.Namespace) -> EngineOptions:
+    """The :class:`EngineOptions` of parsed common arguments."""
+    progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
+    return EngineOptions(
+        seed=args.seed,
+        workers=args.workers,
+        backend=args.backend,
+        scheduler=args.scheduler,
+        progress=progress,
+    )
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def pyplot(name: str) -> Any:
+    """matplotlib's pyplot on the Agg backend, or None (with a warning naming the figure
+    ``name``) when the optional ``plot`` extra is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        warn(f"matplotlib is not installed (pip install 'minsep[plot]'): skipping {name}")
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+#: matplotlib settings of every figure.
+STYLE: dict[str, Any] = {"figure.dpi": 100, "savefig.dpi": 110, "font.size": 9}
+
+
+def save_figure(figure: Any, path: Path) -> Path:
+    """Save as PNG without the version metadata (smaller diffs between reruns)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", bbox_inches="tight", metadata={"Software": None})
+    return path
+
+
+@attrs.frozen
+class HeatPanel:
+    """One annotated heat map: ``values[i][j]`` at row ``row_labels[i]``, column ``j``."""
+
+    values: tuple[tuple[float | None, ...], ...]
+    row_labels: tuple[str, ...]
+    column_labels: tuple[str, ...]
+    title: str
+    xlabel: str
+    ylabel: str
+
+
+def plot_ratio_heatmaps(
+    path: Path, panels: Sequence[HeatPanel], colorbar_label: str, suptitle: str
+) -> Path | None:
+    """Side-by-side heat maps of MSE ratios, centred at 1 (blue < 1 < red), each cell
+    annotated with its value; missing cells grey. Returns None when matplotlib is missing."""
+    plt = pyplot(path.name)
+    if plt is None:
+        return None
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+
+    with plt.rc_context(STYLE):
+        figure, axes = plt.subplots(
+            1, len(panels), figsize=(4.2 * len(panels) + 0.8, 3.6), squeeze=False
+        )
+        finite = [
+            v for p in panels for row in p.values for v in row if v is not None and math.isfinite(v)
+        ]
+        # Symmetric in log scale around 1, so that r and 1/r get equally strong colours.
+        span = max([abs(math.log(v)) for v in finite if v > 0] + [math.log(1.25)])
+        norm = TwoSlopeNorm(vmin=math.exp(-span), vcenter=1.0, vmax=math.exp(span))
+        image = None
+        for axis, panel in zip(axes[0], panels, strict=True):
+            data = np.array(
+                [[np.nan if v is None else v for v in row] for row in panel.values], dtype=float
+            )
+            cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")
+            image = axis.imshow(np.ma.masked_invalid(data), cmap=cmap, norm=norm, aspect="auto")
+            axis.set_xticks(range(len(panel.column_labels)), panel.column_labels)
+            axis.set_yticks(range(len(panel.row_labels)), panel.row_labels)
+            axis.set_xlabel(panel.xlabel)
+            axis.set_ylabel(panel.ylabel)
+            axis.set_title(panel.title)
+            for i, row in enumerate(panel.values):
+                for j, value in enumerate(row):
+                    text = "-" if value is None else f"{value:.2f}"
+                    dark = value is not None and abs(float(norm(value)) - 0.5) > 0.3
+                    colour = "white" if dark else "black"
+                    axis.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
+        if image is not None:
+            bar = figure.colorbar(image, ax=axes[0].tolist(), shrink=0.9)
+            bar.set_label(colorbar_label)
+        figure.suptitle(suptitle, y=1.03)
+        try:
+            return save_figure(figure, path)
+        finally:
+            plt.close(figure)
+
+
+@attrs.frozen
+class Series:
+    """One line of a line plot (points with a None y are left out)."""
+
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float | None, ...]
+    marker: str = "o"
+
+
+@attrs.frozen
+class LinePanel:
+    """One axis of :func:`plot_line_panels`."""
+
+    series: tuple[Series, ...]
+    xlabel: str
+    ylabel: str
+    title: str
+    logx: bool = True
+    logy: bool = True
+
+
+def plot_line_panels(path: Path, panels: Sequence[LinePanel], suptitle: str) -> Path | None:
+    """Line plots side by side, each with labelled axes and a legend (log axes by default,
+    x in base 2 with the data's ticks). Returns None when matplotlib is missing."""
+    plt = pyplot(path.name)
+    if plt is None:
+        return None
+    from matplotlib import ticker
+
+    with plt.rc_context(STYLE):
+        figure, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.9), squeeze=False)
+        for axis, panel in zip(axes[0], panels, strict=True):
+            for line in panel.series:
+                points = [(x, y) for x, y in zip(line.x, line.y, strict=True) if y is not None]
+                if not points:
+                    continue
+                xs, ys = zip(*points, strict=True)
+                axis.plot(xs, ys, marker=line.marker, label=line.label)
+            if panel.logx:
+                axis.set_xscale("log", base=2)
+            if panel.logy:
+                axis.set_yscale("log")
+                axis.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+                axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+                axis.yaxis.set_minor_formatter(ticker.NullFormatter())
+            ticks = sorted({x for line in panel.series for x in line.x})
+            axis.set_xticks(ticks, [f"{x:g}" for x in ticks])
+            axis.set_xlabel(panel.xlabel)
+            axis.set_ylabel(panel.ylabel)
+            axis.set_title(panel.title)
+            axis.grid(True, which="both", alpha=0.3)
+            axis.legend()
+        figure.suptitle(suptitle, y=1.02)
+        try:
+            return save_figure(figure, path)
+        finally:
+            plt.close(figure)

@@ -1,0 +1,492 @@
+"""Paper §7.1 (Fig. 2 and 3): MSE of b-min-sep BandMF against cyclic Poisson and balls-in-bins.
+
+For every target epsilon and epoch length |D|/B of the grid, :func:`minsep.framework.compare`
+calibrates the noise multiplier of every (scheme, bands, min-sep) combination at equal expected
+batch size:
+
+- cyclic Poisson BandMF (b = bands groups) and DP-SGD by exact PLD;
+- balls-in-bins and b-min-sep BandMF (warm start, b over the powers of two with
+  bands <= b <= |D|/B) by Monte Carlo: Algorithm 5 (App. A) with ``samples`` verification
+  samples per direction; the default ``min_samples(delta/2, delta)`` verifies at base delta
+  delta/2, the paper's "estimate epsilon at delta/2";
+- unamplified BandMF (one participation per epoch) by the Gaussian mechanism.
+
+Utility is the prefix-sum MSE ``(1/n) ||A C^-1||_F^2 sigma^2`` (MATH.md §8). For each scheme the
+best MSE over bands (and b) is kept, and the ratios b-min-sep / cyclic Poisson (Fig. 2) and
+b-min-sep / balls-in-bins (Fig. 3) are tabulated and drawn as heat maps (< 1: b-min-sep wins).
+
+Run ``python -m paper.mse_comparison [--quick]`` or ``minsep paper mse_comparison [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from minsep.framework.compare import ComparisonRow, ComparisonSetup, compare
+from minsep.framework.montecarlo import min_samples
+from minsep.framework.validation import (
+    integer,
+    one_of,
+    optional,
+    positive,
+    positive_int,
+    probability,
+)
+from minsep.paper.common import (
+    EngineOptions,
+    HeatPanel,
+    Reporter,
+    Stopwatch,
+    add_common_arguments,
+    engine_options,
+    float_list,
+    int_list,
+    markdown_table,
+    plot_ratio_heatmaps,
+    tuple_of,
+    write_csv,
+    write_metadata,
+    write_text,
+)
+
+NAME = "mse_comparison"
+DEFAULT_SEED = 71
+
+#: The families compared (DP-SGD and unamplified BandMF only as context rows).
+FAMILIES: tuple[str, ...] = (
+    "poisson",
+    "cyclic_poisson",
+    "balls_in_bins",
+    "b_min_sep",
+    "unamplified",
+)
+
+
+def paper_samples(delta: float) -> int:
+    """``min_samples(delta/2, delta)``: the verification samples that certify ``delta`` when
+    checking at base delta ``delta/2`` (75,013 at delta = 1e-3)."""
+    return min_samples(delta / 2.0, delta)
+
+
+@attrs.frozen(kw_only=True)
+class MSESettings:
+    """The grid of one run (the paper's full grid by default).
+
+    Attributes:
+        n_steps: training steps n.
+        delta: target delta.
+        epsilons: target epsilons.
+        epoch_lengths: |D|/B values; the participation rate is 1/|D|/B.
+        bands: numbers of bands of the MSE-optimal banded Toeplitz strategies.
+        samples: Monte Carlo verification samples per direction (None: ``paper_samples``).
+        families: schemes compared (a subset of :data:`FAMILIES`).
+    """
+
+    n_steps: int = attrs.field(default=1024, validator=positive_int())
+    delta: float = attrs.field(default=1e-3, validator=probability(open_high=True))
+    epsilons: tuple[float, ...] = attrs.field(
+        default=(0.5, 1.0, 2.0, 4.0, 8.0, 16.0), validator=tuple_of(positive())
+    )
+    epoch_lengths: tuple[int, ...] = attrs.field(
+        default=(128, 256, 512, 1024), validator=tuple_of(positive_int())
+    )
+    bands: tuple[int, ...] = attrs.field(
+        default=(2, 4, 8, 16, 32), validator=tuple_of(positive_int())
+    )
+    samples: int | None = attrs.field(default=None, validator=optional(integer(low=100)))
+    families: tuple[str, ...] = attrs.field(default=FAMILIES, validator=tuple_of(one_of(*FAMILIES)))
+
+    def resolved_samples(self) -> int:
+        """``samples``, or :func:`paper_samples` of ``delta`` when None."""
+        return self.samples if self.samples is not None else paper_samples(self.delta)
+
+    def min_seps(self, bands: int, epoch_length: int) -> tuple[int, ...]:
+        """The powers of two b with ``bands <= b <= epoch_length`` (the paper's b grid)."""
+        return tuple(
+            2**e for e in range(epoch_length.bit_length()) if bands <= 2**e <= epoch_length
+        )
+
+    def monte_carlo_rows(self) -> int:
+        """How many Monte Carlo calibrations the grid needs (b-min-sep and balls-in-bins)."""
+        per_setup = 0
+        for length in self.epoch_lengths:
+            for k in self.bands:
+                if "b_min_sep" in self.families:
+                    per_setup += len(self.min_seps(k, length))
+                if "balls_in_bins" in self.families:
+                    per_setup += 1
+        return per_setup * len(self.epsilons)
+
+
+#: The paper's grid (§7.1).
+FULL = MSESettings()
+
+#: The committed quick run: a corner of the paper's grid at the paper's n, delta and sample
+#: count (verification at delta/2).
+QUICK = MSESettings(epsilons=(1.0, 4.0), epoch_lengths=(128, 1024), bands=(4, 16))
+
+
+@attrs.frozen
+class Record:
+    """One calibrated row of one setup (epsilon, epoch length)."""
+
+    epsilon_target: float
+    epoch_length: int
+    row: ComparisonRow
+
+
+def run_grid(
+    settings: MSESettings,
+    engine: EngineOptions,
+    report: Callable[[str], None] = lambda _: None,
+) -> tuple[list[Record], dict[str, Any]]:
+    """Calibrate every row of every setup; returns the records and per-family timing."""
+    samples = settings.resolved_samples()
+    options = engine.accountant_options(samples)
+    records: list[Record] = []
+    seconds: dict[str, list[float]] = defaultdict(list)
+    setups = [(e, length) for e in settings.epsilons for length in settings.epoch_lengths]
+    for index, (epsilon, length) in enumerate(setups):
+        setup = ComparisonSetup(
+            n_steps=settings.n_steps,
+            rate=1.0 / length,
+            delta=settings.delta,
+            epsilon=epsilon,
+            bands=settings.bands,
+            families=settings.families,
+            accountant_options=options,
+        )
+
+        def progress(done: int, total: int, label: str, index: int = index) -> None:
+            if label:
+                report(f"setup {index + 1}/{len(setups)} row {done + 1}/{total}: {label}")
+
+        report(f"setup {index + 1}/{len(setups)}: epsilon {epsilon:g}, |D|/B {length}")
+        for row in compare(setup, progress=progress):
+            records.append(Record(epsilon, length, row))
+            seconds[f"{row.family}:{row.accountant}"].append(row.seconds)
+    timing = {
+        key: {"rows": len(v), "total_s": sum(v), "mean_s": sum(v) / len(v)}
+        for key, v in sorted(seconds.items())
+    }
+    return records, timing
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+ROW_COLUMNS = (
+    "epsilon_target",
+    "epoch_length",
+    "family",
+    "bands",
+    "min_sep",
+    "accountant",
+    "sigma",
+    "epsilon",
+    "mse",
+    "failure_probability",
+    "note",
+)
+
+
+def row_dicts(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Plain rows for the all-rows CSV."""
+    out = []
+    for record in records:
+        r = record.row
+        out.append(
+            {
+                "epsilon_target": record.epsilon_target,
+                "epoch_length": record.epoch_length,
+                "family": r.family,
+                "bands": r.bands,
+                "min_sep": r.min_sep,
+                "accountant": r.accountant,
+                "sigma": r.sigma,
+                "epsilon": r.epsilon,
+                "mse": r.mse,
+                "failure_probability": r.failure_probability,
+                "note": r.note,
+            }
+        )
+    return out
+
+
+def best_rows(records: Sequence[Record]) -> dict[tuple[float, int, str], ComparisonRow]:
+    """The smallest-MSE certified row per (epsilon, epoch length, family)."""
+    best: dict[tuple[float, int, str], ComparisonRow] = {}
+    for record in records:
+        r = record.row
+        if r.mse is None or not math.isfinite(r.mse):
+            continue
+        key = (record.epsilon_target, record.epoch_length, r.family)
+        if key not in best or r.mse < (best[key].mse or math.inf):
+            best[key] = r
+    return best
+
+
+BEST_COLUMNS = ("epsilon_target", "epoch_length", "family", "bands", "min_sep", "sigma", "mse")
+
+RATIO_COLUMNS = (
+    "epsilon_target",
+    "epoch_length",
+    "b_min_sep_mse",
+    "b_min_sep_bands",
+    "b_min_sep_b",
+    "cyclic_poisson_mse",
+    "cyclic_poisson_bands",
+    "balls_in_bins_mse",
+    "balls_in_bins_bands",
+    "dp_sgd_mse",
+    "ratio_vs_cyclic_poisson",
+    "ratio_vs_balls_in_bins",
+)
+
+
+def ratio_rows(
+    settings: MSESettings, best: dict[tuple[float, int, str], ComparisonRow]
+) -> list[dict[str, Any]]:
+    """Per setup: the best MSE of each scheme and the two ratios of Fig. 2 and 3."""
+
+    def ratio(a: ComparisonRow | None, b: ComparisonRow | None) -> float | None:
+        if a is None or b is None or a.mse is None or not b.mse:
+            return None
+        return float(a.mse) / float(b.mse)
+
+    out = []
+    for epsilon in settings.epsilons:
+        for length in settings.epoch_lengths:
+            bms = best.get((epsilon, length, "b_min_sep"))
+            cyc = best.get((epsilon, length, "cyclic_poisson"))
+            bib = best.get((epsilon, length, "balls_in_bins"))
+            sgd = best.get((epsilon, length, "poisson"))
+            out.append(
+                {
+                    "epsilon_target": epsilon,
+                    "epoch_length": length,
+                    "b_min_sep_mse": bms and bms.mse,
+                    "b_min_sep_bands": bms and bms.bands,
+                    "b_min_sep_b": bms and bms.min_sep,
+                    "cyclic_poisson_mse": cyc and cyc.mse,
+                    "cyclic_poisson_bands": cyc and cyc.bands,
+                    "balls_in_bins_mse": bib and bib.mse,
+                    "balls_in_bins_bands": bib and bib.bands,
+                    "dp_sgd_mse": sgd and sgd.mse,
+                    "ratio_vs_cyclic_poisson": ratio(bms, cyc),
+                    "ratio_vs_balls_in_bins": ratio(bms, bib),
+                }
+            )
+    return out
+
+
+def ratio_grid(
+    settings: MSESettings, ratios: Sequence[dict[str, Any]], key: str
+) -> tuple[tuple[float | None, ...], ...]:
+    """``key`` as a grid: rows epsilons, columns epoch lengths."""
+    table = {(r["epsilon_target"], r["epoch_length"]): r[key] for r in ratios}
+    return tuple(
+        tuple(table.get((e, length)) for length in settings.epoch_lengths)
+        for e in settings.epsilons
+    )
+
+
+def markdown(settings: MSESettings, ratios: Sequence[dict[str, Any]], samples: int) -> str:
+    """The two ratio tables (Fig. 2, Fig. 3) and the best configuration per setup."""
+    heads = ["ε \\ \\|D\\|/B", *[str(length) for length in settings.epoch_lengths]]
+    parts = [
+        f"n = {settings.n_steps}, δ = {settings.delta:g}, bands ∈ {list(settings.bands)}, "
+        f"{samples} Monte Carlo verification samples per direction.",
+        "",
+        "MSE ratio b-min-sep / cyclic Poisson (Fig. 2; < 1: b-min-sep better):",
+        "",
+    ]
+    for key, title in (
+        ("ratio_vs_cyclic_poisson", None),
+        ("ratio_vs_balls_in_bins", "MSE ratio b-min-sep / balls-in-bins (Fig. 3):"),
+    ):
+        if title:
+            parts += ["", title, ""]
+        grid = ratio_grid(settings, ratios, key)
+        rows = [[f"{e:g}", *row] for e, row in zip(settings.epsilons, grid, strict=True)]
+        parts.append(markdown_table(heads, rows, digits=3))
+    parts += ["", "Best configuration per setup (MSE; b-min-sep as bands/b):", ""]
+    rows = [
+        [
+            f"{r['epsilon_target']:g}",
+            r["epoch_length"],
+            r["b_min_sep_mse"],
+            f"{r['b_min_sep_bands']}/{r['b_min_sep_b']}" if r["b_min_sep_mse"] else None,
+            r["cyclic_poisson_mse"],
+            r["cyclic_poisson_bands"],
+            r["balls_in_bins_mse"],
+            r["balls_in_bins_bands"],
+            r["dp_sgd_mse"],
+        ]
+        for r in ratios
+    ]
+    parts.append(
+        markdown_table(
+            [
+                "ε",
+                "\\|D\\|/B",
+                "b-min-sep MSE",
+                "k/b",
+                "cyclic MSE",
+                "k",
+                "balls-in-bins MSE",
+                "k",
+                "DP-SGD MSE",
+            ],
+            rows,
+        )
+    )
+    return "\n".join(parts)
+
+
+def plot(path: Path, settings: MSESettings, ratios: Sequence[dict[str, Any]]) -> Path | None:
+    """Fig. 2 and 3 analogues side by side."""
+    rows = tuple(f"{e:g}" for e in settings.epsilons)
+    columns = tuple(str(length) for length in settings.epoch_lengths)
+    panels = [
+        HeatPanel(
+            ratio_grid(settings, ratios, key),
+            rows,
+            columns,
+            title,
+            "epoch length |D|/B",
+            "target ε",
+        )
+        for key, title in (
+            ("ratio_vs_cyclic_poisson", "b-min-sep / cyclic Poisson"),
+            ("ratio_vs_balls_in_bins", "b-min-sep / balls-in-bins"),
+        )
+    ]
+    return plot_ratio_heatmaps(
+        path,
+        panels,
+        "MSE ratio (< 1: b-min-sep better)",
+        f"Best-MSE ratios, n = {settings.n_steps}, δ = {settings.delta:g}",
+    )
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+
+def run_experiment(
+    settings: MSESettings,
+    engine: EngineOptions,
+    output_dir: Path,
+    *,
+    plots: bool = True,
+    mode: str = "custom",
+) -> dict[str, Path]:
+    """Run the grid and write ``mse_comparison_{rows,best,ratios}.csv``, ``.json``, ``.md``
+    and ``mse_comparison.png`` into ``output_dir``; returns the paths written."""
+    clock = Stopwatch()
+    report = Reporter(NAME, engine.progress, clock)
+    samples = settings.resolved_samples()
+    records, timing = run_grid(settings, engine, report)
+    best = best_rows(records)
+    ratios = ratio_rows(settings, best)
+    written = {
+        "rows": write_csv(output_dir / f"{NAME}_rows.csv", ROW_COLUMNS, row_dicts(records)),
+        "best": write_csv(
+            output_dir / f"{NAME}_best.csv",
+            BEST_COLUMNS,
+            [
+                {"epsilon_target": e, "epoch_length": length, **attrs.asdict(r)}
+                for (e, length, _), r in best.items()
+            ],
+        ),
+        "ratios": write_csv(output_dir / f"{NAME}_ratios.csv", RATIO_COLUMNS, ratios),
+        "markdown": write_text(output_dir / f"{NAME}.md", markdown(settings, ratios, samples)),
+    }
+    if plots:
+        figure = plot(output_dir / f"{NAME}.png", settings, ratios)
+        if figure is not None:
+            written["figure"] = figure
+    full = FULL
+    mc_seconds = [v["total_s"] for k, v in timing.items() if k.endswith(":monte_carlo")]
+    mc_rows = sum(v["rows"] for k, v in timing.items() if k.endswith(":monte_carlo"))
+    per_row = sum(mc_seconds) / mc_rows if mc_rows else math.nan
+    scale = full.resolved_samples() / samples
+    written["metadata"] = write_metadata(
+        output_dir / f"{NAME}.json",
+        {
+            "mode": mode,
+            "settings": settings,
+            "samples": samples,
+            "engine": engine.record(),
+            "monte_carlo_calibrations": settings.monte_carlo_rows(),
+        },
+        {
+            "wall_s": clock.wall,
+            "cpu_s_main_process": clock.cpu,
+            "workers": engine.workers,
+            "per_family": timing,
+            "monte_carlo_wall_s_per_calibration": per_row,
+            "full_grid_monte_carlo_calibrations": full.monte_carlo_rows(),
+            "full_grid_projected_wall_s": per_row * scale * full.monte_carlo_rows(),
+            "projection_note": "mean wall seconds per Monte Carlo calibration of this run x "
+            "(full samples / these samples) x full-grid calibrations, at this run's workers",
+        },
+    )
+    return written
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The script's options (common ones plus grid overrides)."""
+    add_common_arguments(parser, DEFAULT_SEED)
+    grid = parser.add_argument_group("grid overrides")
+    grid.add_argument("--epsilons", type=float_list, help="target epsilons, e.g. 0.5,1,2")
+    grid.add_argument("--epoch-lengths", type=int_list, help="|D|/B values, e.g. 128,256")
+    grid.add_argument("--bands", type=int_list, help="numbers of bands, e.g. 2,4,8")
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
+    """The grid of parsed arguments and the mode's name."""
+    settings, mode = (QUICK, "quick") if args.quick else (FULL, "full")
+    changes: dict[str, Any] = {}
+    if args.samples is not None:
+        changes["samples"] = args.samples
+    for key in ("epsilons", "epoch_lengths", "bands"):
+        if getattr(args, key, None) is not None:
+            changes[key] = getattr(args, key)
+    if changes:
+        settings = attrs.evolve(settings, **changes)
+        if set(changes) - {"samples"}:
+            mode = f"{mode} (modified)"
+    return settings, mode
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run from parsed arguments; prints the markdown tables."""
+    settings, mode = settings_from_args(args)
+    written = run_experiment(
+        settings, engine_options(args), args.output_dir, plots=not args.no_plot, mode=mode
+    )
+    print(written["markdown"].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in written.values()))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m paper.mse_comparison``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m paper.mse_comparison",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,282 @@
+"""The paper scripts (``paper/``): micro runs of each (fast), quick runs against the committed
+outputs (slow, ``make test-all``), the CLI wiring and the shared output helpers."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.pld import pld_privacy_accountant
+
+from minsep.framework.cli.main import build_parser, commands
+from minsep.framework.errors import ConfigurationError
+from minsep.paper import mse_comparison, multi_attribution, production
+from minsep.paper.common import OUTPUT_DIR, fmt, markdown_table, read_csv, write_csv
+
+PAPER_DIR = OUTPUT_DIR.parent
+
+# --- shared helpers ----------------------------------------------------------------------------
+
+
+def test_fmt_writes_six_significant_digits() -> None:
+    assert fmt(1.0 / 3.0) == "0.333333"
+    assert fmt(123456789.0) == "1.23457e+08"
+    assert fmt(-0.0) == "0"
+    assert fmt(None) == ""
+    assert fmt(math.inf) == "inf"
+    assert fmt(7) == "7"
+
+
+def test_write_csv_round_trips_and_leaves_missing_cells_empty(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "t.csv", ("a", "b"), [{"a": 0.1 + 0.2, "b": None}, {"a": 2}])
+    assert path.read_text() == "a,b\n0.3,\n2,\n"
+    assert read_csv(path) == [{"a": "0.3", "b": ""}, {"a": "2", "b": ""}]
+
+
+def test_markdown_table_shape() -> None:
+    text = markdown_table(["x", "y"], [[1.23456, None]])
+    assert text.splitlines() == ["| x | y |", "|---|---|", "| 1.235 | - |"]
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+
+
+def test_paper_command_is_registered_and_parses(tmp_path: Path) -> None:
+    assert "paper" in commands()
+    args = build_parser().parse_args(
+        ["paper", "mse_comparison", "--quick", "--output-dir", str(tmp_path), "--workers", "2"]
+    )
+    assert args.experiment == "mse_comparison"
+    assert args.quick and args.workers == 2 and args.output_dir == tmp_path
+    settings, mode = mse_comparison.settings_from_args(args)
+    assert settings == mse_comparison.QUICK and mode == "quick"
+    for name in ("production", "multi_attribution"):
+        parsed = build_parser().parse_args(["paper", name])
+        assert parsed.experiment == name and not parsed.quick
+
+
+def test_cli_refuses_a_bad_list() -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["paper", "mse_comparison", "--epsilons", "1,x"])
+
+
+def _args(**values: object) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    mse_comparison.add_arguments(parser)
+    args = parser.parse_args([])
+    for key, value in values.items():
+        setattr(args, key, value)
+    return args
+
+
+def test_overrides_mark_the_mode_modified() -> None:
+    settings, mode = mse_comparison.settings_from_args(_args(quick=True, epsilons=(2.0,)))
+    assert settings.epsilons == (2.0,) and mode == "quick (modified)"
+    settings, mode = mse_comparison.settings_from_args(_args(samples=1000))
+    assert settings.samples == 1000 and mode == "full"
+
+
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (lambda: mse_comparison.MSESettings(epsilons=()), "epsilons"),
+        (lambda: mse_comparison.MSESettings(bands=(0, 4)), "bands"),
+        (lambda: mse_comparison.MSESettings(families=("dp_sgd",)), "families"),
+        (lambda: mse_comparison.MSESettings(delta=1.0), "delta"),
+        (lambda: production.ProductionSettings(samples=1), "samples"),
+        (lambda: production.ProductionSettings(expected_batch=10**9), "expected_batch"),
+        (lambda: multi_attribution.GraphSettings(papers=0, users=10), "papers"),
+        (
+            lambda: multi_attribution.MASettings(
+                graph=multi_attribution.QUICK.graph,
+                n_steps=10,
+                expected_batch=4,
+                epoch_length=8,
+                delta=1e-3,
+            ),
+            "expected_batch",
+        ),
+    ],
+)
+def test_settings_refuse_bad_values_by_name(build: Callable[[], object], name: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"\.{name} = "):
+        build()
+
+
+# --- §7.1 --------------------------------------------------------------------------------------
+
+
+def test_paper_sample_count_verifies_at_half_delta() -> None:
+    assert mse_comparison.paper_samples(1e-3) == 75013
+    assert mse_comparison.FULL.resolved_samples() == 75013
+
+
+def test_full_grid_size_matches_the_paper() -> None:
+    # b-min-sep: for |D|/B = 2^j the b grid over bands {2..32} has 5j - 10 entries.
+    full = mse_comparison.FULL
+    assert full.min_seps(4, 128) == (4, 8, 16, 32, 64, 128)
+    assert full.min_seps(32, 128) == (32, 64, 128)
+    per_epsilon = sum(5 * j - 10 for j in (7, 8, 9, 10)) + 5 * 4
+    assert full.monte_carlo_rows() == 6 * per_epsilon == 900
+
+
+def test_mse_comparison_micro_run(tmp_path: Path) -> None:
+    settings = mse_comparison.MSESettings(
+        n_steps=32, delta=1e-2, epsilons=(2.0,), epoch_lengths=(8,), bands=(2,), samples=4000
+    )
+    engine = mse_comparison.EngineOptions(seed=5)
+    written = mse_comparison.run_experiment(settings, engine, tmp_path / "a", mode="test")
+    assert {"rows", "best", "ratios", "markdown", "metadata"} <= set(written)
+    rows = read_csv(written["rows"])
+    families = {r["family"] for r in rows}
+    assert families == set(mse_comparison.FAMILIES)
+    bms = [r for r in rows if r["family"] == "b_min_sep"]
+    assert sorted(int(r["min_sep"]) for r in bms) == [2, 4, 8]
+    (ratio,) = read_csv(written["ratios"])
+    # b = |D|/B is balls-in-bins, so the best b-min-sep is at most balls-in-bins up to the
+    # Monte Carlo sweep resolution (1 % in sigma, independent draws).
+    assert float(ratio["ratio_vs_balls_in_bins"]) <= 1.05
+    assert float(ratio["ratio_vs_cyclic_poisson"]) > 0
+    # Reproducible: a rerun writes the same CSVs.
+    again = mse_comparison.run_experiment(
+        settings, engine, tmp_path / "b", plots=False, mode="test"
+    )
+    for key in ("rows", "best", "ratios"):
+        assert written[key].read_bytes() == again[key].read_bytes()
+
+
+# --- §7.4 --------------------------------------------------------------------------------------
+
+
+def test_production_sample_counts_pin() -> None:
+    rows = {r["check"]: r for r in production.sample_rows(production.FULL)}
+    half = rows["base delta = delta/2"]
+    assert half["samples_per_direction"] == 11_761_978_145
+    assert half["sample_steps"] == 2 * 11_761_978_145 * 7200
+    assert rows["base delta = delta/4"]["samples_per_direction"] < half["samples_per_direction"]
+    paper = rows["paper's 7.5e9 samples"]
+    assert 0.25 < paper["base_delta_over_delta"] < 0.5
+    assert paper["gpu_hours_projected"] == pytest.approx(2 * 7.5e9 * 7200 / 1e10 / 3600)
+
+
+def test_production_micro_run(tmp_path: Path) -> None:
+    settings = production.ProductionSettings(
+        n_steps=64,
+        expected_batch=16,
+        max_batch=24,
+        dataset_size=1024,
+        epsilon=2.0,
+        bands=4,
+        sigmas=(1.2, 0.9),
+        samples=256,
+        truncated_samples=128,
+        chunk_size=128,
+        pld_interval=2e-2,
+    )
+    engine = production.EngineOptions(seed=3)
+    written = production.run_experiment(settings, engine, tmp_path, plots=False, mode="test")
+    pld = {r["configuration"]: float(r["sigma"]) for r in read_csv(written["pld"])}
+    assert len(pld) == 4
+    assert pld["DP-SGD (Poisson)"] < pld["cyclic Poisson 4-BandMF"]
+    mc = read_csv(written["monte_carlo"])
+    assert len(mc) == 4
+    for scheme in {r["scheme"] for r in mc}:
+        by_sigma = {float(r["sigma"]): float(r["epsilon_hat"]) for r in mc if r["scheme"] == scheme}
+        assert by_sigma[0.9] > by_sigma[1.2]  # less noise, more privacy loss
+
+
+# --- §7.3 --------------------------------------------------------------------------------------
+
+
+def test_synthetic_graph_is_coauthorship_like() -> None:
+    settings = multi_attribution.GraphSettings(papers=3000, users=2000, seed=11)
+    first = multi_attribution.synthetic_coauthorship(settings)
+    graph = first.graph
+    assert np.diff(graph.indptr).min() >= 2  # every example has at least two users
+    assert graph.max_user_examples == 2  # k_u = 2 after bounding
+    stats = first.statistics
+    assert stats["max_papers_per_author_before_bounding"] > 2  # bounding did something
+    assert 0 < stats["examples_after_bounding"] < stats["papers_with_2plus_authors"]
+    second = multi_attribution.synthetic_coauthorship(settings)
+    assert np.array_equal(graph.indices, second.graph.indices)
+    assert np.array_equal(graph.indptr, second.graph.indptr)
+
+
+def _poisson_epsilon(sigma: float, rate: float, steps: int, delta: float) -> float:
+    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-3)
+    accountant.compose(
+        dp_event.SelfComposedDpEvent(
+            dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), steps
+        )
+    )
+    return float(accountant.get_epsilon(delta))
+
+
+def test_user_level_dp_sgd_reduces_to_poisson_for_one_example() -> None:
+    one = multi_attribution.dp_sgd_epsilon(1.0, 0.02, 1, 50, 1e-5)
+    assert one == pytest.approx(_poisson_epsilon(1.0, 0.02, 50, 1e-5), rel=1e-6)
+    two = multi_attribution.dp_sgd_epsilon(1.0, 0.02, 2, 50, 1e-5, interval=1e-2)
+    assert two > one * 1.5  # two examples of one user: a much larger loss
+
+
+def test_multi_attribution_micro_run(tmp_path: Path) -> None:
+    settings = multi_attribution.MASettings(
+        graph=multi_attribution.GraphSettings(papers=1500, users=1000, seed=3),
+        n_steps=24,
+        epoch_length=16,
+        delta=1e-2,
+        epsilons=(4.0,),
+        bands=(2,),
+        samples=4000,
+        pld_interval=2e-2,
+    )
+    engine = multi_attribution.EngineOptions(seed=9)
+    written = multi_attribution.run_experiment(settings, engine, tmp_path, plots=False)
+    rows = read_csv(written["rows"])
+    assert [r["method"] for r in rows] == ["dp_sgd", "b_min_sep", "unamplified"]
+    sgd, bms, una = rows
+    assert float(sgd["sigma"]) > 0 and float(bms["sigma"]) > 0
+    # Unamplified: k_u = 2 times the example-level Gaussian sigma (2 participations).
+    assert "2 participations" in una["note"]
+    (best,) = read_csv(written["best"])
+    assert float(best["b_min_sep_over_unamplified"]) < 1  # amplification helps
+
+
+# --- the committed quick outputs -----------------------------------------------------------------
+
+
+def test_readme_links_resolve() -> None:
+    readme = PAPER_DIR / "README.md"
+    links = re.findall(r"\]\((outputs/[^)]+)\)", readme.read_text(encoding="utf-8"))
+    assert links, "the README links no outputs"
+    missing = [link for link in links if not (PAPER_DIR / link).is_file()]
+    assert not missing
+
+
+QUICK_CSVS = {
+    "mse_comparison": ("rows", "best", "ratios"),
+    "production": ("pld", "monte_carlo", "samples"),
+    "multi_attribution": ("graph", "rows", "best"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(QUICK_CSVS))
+def test_quick_mode_reproduces_the_committed_outputs(name: str, tmp_path: Path) -> None:
+    module = {
+        "mse_comparison": mse_comparison,
+        "production": production,
+        "multi_attribution": multi_attribution,
+    }[name]
+    argv = ["--quick", "--output-dir", str(tmp_path), "--no-plot", "--workers", "2"]
+    assert module.main(argv) == 0  # the worker count does not change the numbers
+    for part in QUICK_CSVS[name]:
+        produced = (tmp_path / f"{name}_{part}.csv").read_text(encoding="utf-8")
+        committed = (OUTPUT_DIR / f"{name}_{part}.csv").read_text(encoding="utf-8")
+        assert produced == committed, f"{name}_{part}.csv differs from the committed output"
