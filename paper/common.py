@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from minsep.framework.cli.common import nonnegative_int, positive_int
 from minsep.framework.validation import Validator, fail
 
 #: Significant digits of every float written to a CSV or markdown table.
@@ -205,26 +206,6 @@ class EngineOptions:
         return {"seed": self.seed, "backend": self.backend}
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 0")
-    return value
-
-
 def float_list(text: str) -> tuple[float, ...]:
     """Comma-separated positive finite numbers (an argparse type)."""
     try:
@@ -263,17 +244,17 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_seed: int) -> 
     )
     parser.add_argument(
         "--samples",
-        type=_count,
+        type=positive_int,
         help="Monte Carlo verification samples per direction (default: the mode's own)",
     )
     parser.add_argument(
         "--seed",
-        type=_seed,
+        type=nonnegative_int,
         default=default_seed,
         help=f"root seed of the Monte Carlo streams (default {default_seed})",
     )
     parser.add_argument(
-        "--workers", type=_count, default=1, help="Monte Carlo worker processes (default 1)"
+        "--workers", type=positive_int, default=1, help="Monte Carlo worker processes (default 1)"
     )
     parser.add_argument(
         "--backend",

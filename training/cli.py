@@ -28,6 +28,7 @@ from minsep.framework.cli.common import (
     build_strategy,
     nonnegative_float,
     positive_float,
+    positive_int,
 )
 from minsep.framework.errors import ConfigurationError
 from minsep.training.data import Dataset, load_digits, synthetic
@@ -50,16 +51,6 @@ def default_samples(delta: float) -> int:
     from minsep.framework.montecarlo import min_samples
 
     return int(min_samples(delta / BASE_DELTA_DIVISOR, delta))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(not covered by the DP guarantee)",
     )
     data.add_argument("--model", choices=list(MODEL_NAMES), default="softmax")
-    data.add_argument("--hidden", type=_positive_int, default=32, help="MLP hidden width")
+    data.add_argument("--hidden", type=positive_int, default=32, help="MLP hidden width")
     opt = parser.add_argument_group("optimiser")
     opt.add_argument("--lr", type=positive_float, default=2.0, help="base learning rate")
     opt.add_argument("--momentum", type=nonnegative_float, default=0.9)
@@ -105,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     runs = parser.add_argument_group("runs")
     runs.add_argument(
-        "--repeats", type=_positive_int, default=1, help="train K seeds; report mean and 95%% CI"
+        "--repeats", type=positive_int, default=1, help="train K seeds; report mean and 95%% CI"
     )
     runs.add_argument("--output", help="JSON record path (default runs/train-<timestamp>.json)")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -71,24 +72,26 @@ def parse_rate(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1")
-    return value
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer ``>= minimum``, with a message naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is invalid: must be an integer >= {minimum}"
+            )
+        return value
+
+    return parse
 
 
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 0")
-    return value
+#: argparse types for counts (>= 1) and seeds (>= 0).
+positive_int = int_at_least(1)
+nonnegative_int = int_at_least(0)
 
 
 def _probability(text: str) -> float:
@@ -135,7 +138,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     setup = parser.add_argument_group("setup")
     setup.add_argument("--scheme", default="b_min_sep", help="registered scheme name")
     setup.add_argument(
-        "--steps", type=_positive_int, default=1024, help="number of training steps n"
+        "--steps", type=positive_int, default=1024, help="number of training steps n"
     )
     setup.add_argument(
         "--rate",
@@ -143,10 +146,10 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         default=1 / 256,
         help="participation rate p0 = expected batch size / dataset size (e.g. 1/256)",
     )
-    setup.add_argument("--min-sep", type=_positive_int, help="minimum separation b")
+    setup.add_argument("--min-sep", type=positive_int, help="minimum separation b")
     setup.add_argument(
         "--bands",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD)",
     )
@@ -156,22 +159,22 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         help="start the sampler cold (Algorithm 1) instead of warm (Algorithm 2)",
     )
     setup.add_argument(
-        "--dataset-size", type=_positive_int, help="public dataset size (truncated schemes)"
+        "--dataset-size", type=positive_int, help="public dataset size (truncated schemes)"
     )
-    setup.add_argument("--max-batch-size", type=_positive_int, help="truncate batches to this size")
+    setup.add_argument("--max-batch-size", type=positive_int, help="truncate batches to this size")
     setup.add_argument(
         "--delta", type=_probability, default=1e-3, help="target delta (default 1e-3)"
     )
     mc = parser.add_argument_group("Monte Carlo")
     mc.add_argument("--backend", choices=list(BACKEND_NAMES), default=None, help="array backend")
-    mc.add_argument("--samples", type=_positive_int, help="verification samples m")
-    mc.add_argument("--pilot-samples", type=_positive_int, help="pilot (estimate) samples")
+    mc.add_argument("--samples", type=positive_int, help="verification samples m")
+    mc.add_argument("--pilot-samples", type=positive_int, help="pilot (estimate) samples")
     mc.add_argument(
         "--seed",
-        type=_nonnegative_int,
+        type=nonnegative_int,
         help="seed of the sampling streams (default: fresh entropy, reported in the result)",
     )
-    mc.add_argument("--workers", type=_positive_int, help="worker processes")
+    mc.add_argument("--workers", type=positive_int, help="worker processes")
     mc.add_argument(
         "--executor",
         choices=list(EXECUTOR_CHOICES),
@@ -197,7 +200,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between checkpoint saves (default 60; 0 = after every chunk)",
     )
-    mc.add_argument("--chunk-size", type=_positive_int, help="samples per chunk")
+    mc.add_argument("--chunk-size", type=positive_int, help="samples per chunk")
     mc.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

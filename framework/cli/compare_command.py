@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from minsep.framework.cli.command import Command
-from minsep.framework.cli.common import parse_rate, positive_float
+from minsep.framework.cli.common import parse_rate, positive_float, positive_int
 from minsep.framework.compare import (
     DEFAULT_EPSILON,
     FAMILIES,
@@ -37,16 +37,6 @@ def _int_list(text: str) -> tuple[int, ...]:
     return values
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer >= 1")
-    return value
-
-
 def _delta(text: str) -> float:
     value = positive_float(text)
     if value >= 1:
@@ -56,7 +46,7 @@ def _delta(text: str) -> float:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     setup = parser.add_argument_group("setup")
-    setup.add_argument("--steps", type=_count, default=1024, help="training steps n (1024)")
+    setup.add_argument("--steps", type=positive_int, default=1024, help="training steps n (1024)")
     setup.add_argument(
         "--rate",
         type=parse_rate,
@@ -64,7 +54,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     setup.add_argument("--batch-size", type=positive_float, help="expected batch size B")
     setup.add_argument(
-        "--dataset-size", type=_count, help="dataset size |D| (with --batch-size: p0 = B/|D|)"
+        "--dataset-size", type=positive_int, help="dataset size |D| (with --batch-size: p0 = B/|D|)"
     )
     setup.add_argument("--delta", type=_delta, default=1e-3, help="target delta (1e-3)")
     target = setup.add_mutually_exclusive_group()
@@ -90,12 +80,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     mc = parser.add_argument_group("Monte Carlo")
     mc.add_argument(
         "--samples",
-        type=_count,
+        type=positive_int,
         help="Monte Carlo verification samples per row (default: the accountant's own)",
     )
     mc.add_argument("--seed", type=int, help="seed of the Monte Carlo sampling streams")
     mc.add_argument("--backend", help="array backend of the Monte Carlo accountant")
-    mc.add_argument("--workers", type=_count, help="Monte Carlo worker processes")
+    mc.add_argument("--workers", type=positive_int, help="Monte Carlo worker processes")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
     out.add_argument("--csv", action="store_true", help="print CSV")
