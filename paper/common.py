@@ -21,7 +21,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -435,3 +435,35 @@ def plot_line_panels(path: Path, panels: Sequence[LinePanel], suptitle: str) -> 
             return save_figure(figure, path)
         finally:
             plt.close(figure)
+
+
+def run_script(
+    args: argparse.Namespace,
+    settings_from_args: Callable[[argparse.Namespace], tuple[Any, str]],
+    run_experiment: Callable[..., dict[str, Path]],
+) -> int:
+    """Run one script from parsed arguments; print its markdown tables and what it wrote."""
+    settings, mode = settings_from_args(args)
+    written = run_experiment(
+        settings, engine_options(args), args.output_dir, plots=not args.no_plot, mode=mode
+    )
+    print(written["markdown"].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in written.values()))
+    return 0
+
+
+def script_main(
+    name: str,
+    doc: str | None,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None,
+) -> int:
+    """``python -m paper.<name>``: parse ``argv`` with the script's options and run it."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m paper.{name}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

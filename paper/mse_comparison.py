@@ -45,11 +45,12 @@ from minsep.paper.common import (
     Reporter,
     Stopwatch,
     add_common_arguments,
-    engine_options,
     float_list,
     int_list,
     markdown_table,
     plot_ratio_heatmaps,
+    run_script,
+    script_main,
     tuple_of,
     write_csv,
     write_metadata,
@@ -468,24 +469,12 @@ def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run from parsed arguments; prints the markdown tables."""
-    settings, mode = settings_from_args(args)
-    written = run_experiment(
-        settings, engine_options(args), args.output_dir, plots=not args.no_plot, mode=mode
-    )
-    print(written["markdown"].read_text(encoding="utf-8"))
-    print("wrote " + ", ".join(str(p) for p in written.values()))
-    return 0
+    return run_script(args, settings_from_args, run_experiment)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m paper.mse_comparison``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m paper.mse_comparison",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return script_main("mse_comparison", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

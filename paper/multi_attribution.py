@@ -66,11 +66,12 @@ from minsep.paper.common import (
     Series,
     Stopwatch,
     add_common_arguments,
-    engine_options,
     float_list,
     int_list,
     markdown_table,
     plot_line_panels,
+    run_script,
+    script_main,
     tuple_of,
     write_csv,
     write_metadata,
@@ -607,20 +608,12 @@ def settings_from_args(args: argparse.Namespace) -> tuple[MASettings, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run from parsed arguments; prints the markdown tables."""
-    settings, mode = settings_from_args(args)
-    written = run_experiment(
-        settings, engine_options(args), args.output_dir, plots=not args.no_plot, mode=mode
-    )
-    print(written["markdown"].read_text(encoding="utf-8"))
-    print("wrote " + ", ".join(str(p) for p in written.values()))
-    return 0
+    return run_script(args, settings_from_args, run_experiment)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m paper.multi_attribution``."""
-    parser = argparse.ArgumentParser(prog="python -m paper.multi_attribution", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return script_main("multi_attribution", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":
