@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -467,3 +467,25 @@ def script_main(
     )
     add_arguments(parser)
     return run(parser.parse_args(argv))
+
+
+S = TypeVar("S")
+
+
+def settings_with_overrides(
+    args: argparse.Namespace, quick: S, full: S, grid_keys: Sequence[str]
+) -> tuple[S, str]:
+    """The quick or full settings with ``--samples`` and grid overrides applied, and the mode's
+    name (``"(modified)"`` once the grid differs from the documented one)."""
+    settings, mode = (quick, "quick") if args.quick else (full, "full")
+    changes: dict[str, Any] = {}
+    if args.samples is not None:
+        changes["samples"] = args.samples
+    for key in grid_keys:
+        if getattr(args, key, None) is not None:
+            changes[key] = getattr(args, key)
+    if changes:
+        settings = attrs.evolve(settings, **changes)  # type: ignore[misc]
+        if set(changes) - {"samples"}:
+            mode = f"{mode} (modified)"
+    return settings, mode

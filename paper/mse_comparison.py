@@ -51,6 +51,7 @@ from minsep.paper.common import (
     plot_ratio_heatmaps,
     run_script,
     script_main,
+    settings_with_overrides,
     tuple_of,
     write_csv,
     write_metadata,
@@ -453,18 +454,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
     """The grid of parsed arguments and the mode's name."""
-    settings, mode = (QUICK, "quick") if args.quick else (FULL, "full")
-    changes: dict[str, Any] = {}
-    if args.samples is not None:
-        changes["samples"] = args.samples
-    for key in ("epsilons", "epoch_lengths", "bands"):
-        if getattr(args, key, None) is not None:
-            changes[key] = getattr(args, key)
-    if changes:
-        settings = attrs.evolve(settings, **changes)
-        if set(changes) - {"samples"}:
-            mode = f"{mode} (modified)"
-    return settings, mode
+    return settings_with_overrides(args, QUICK, FULL, ("epsilons", "epoch_lengths", "bands"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -72,6 +72,7 @@ from minsep.paper.common import (
     plot_line_panels,
     run_script,
     script_main,
+    settings_with_overrides,
     tuple_of,
     write_csv,
     write_metadata,
@@ -592,18 +593,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> tuple[MASettings, str]:
     """The settings of parsed arguments and the mode's name."""
-    settings, mode = (QUICK, "quick") if args.quick else (FULL, "full")
-    changes: dict[str, Any] = {}
-    if args.samples is not None:
-        changes["samples"] = args.samples
-    for key in ("epsilons", "bands"):
-        if getattr(args, key, None) is not None:
-            changes[key] = getattr(args, key)
-    if changes:
-        settings = attrs.evolve(settings, **changes)
-        if set(changes) - {"samples"}:
-            mode = f"{mode} (modified)"
-    return settings, mode
+    return settings_with_overrides(args, QUICK, FULL, ("epsilons", "bands"))
 
 
 def run(args: argparse.Namespace) -> int:
