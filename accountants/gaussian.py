@@ -1,4 +1,4 @@
-"""Unamplified accounting: BandMF as one Gaussian mechanism (MATH.md §4, last item).
+"""Unamplified accounting: BandMF as one Gaussian mechanism (docs/math.md §4, last item).
 
 Ignoring the randomness of sampling, every participation pattern a scheme can produce has gaps
 ``>= scheme.min_separation`` and at most ``scheme.max_participations`` entries, so

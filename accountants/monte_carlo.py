@@ -1,4 +1,4 @@
-"""Monte Carlo accounting by estimate-verify-release (MATH.md §7, paper App. A).
+"""Monte Carlo accounting by estimate-verify-release (docs/math.md §7, paper App. A).
 
 Works with any scheme whose ``loss_model(strategy)`` returns a
 :class:`~minsep.framework.interfaces.PrivacyLossModel`. Every answer carries the point
@@ -168,7 +168,7 @@ class MonteCarloAccountant(Accountant):
         if model.conjectured:
             warnings.warn(
                 f"scheme {scheme.name!r}: its Monte Carlo accounting rests on an unproven "
-                "conjecture (MATH.md §5, Algorithm 4); the certified bounds assume it holds",
+                "conjecture (docs/math.md §5, Algorithm 4); the certified bounds assume it holds",
                 UserWarning,
                 stacklevel=3,
             )

@@ -1,19 +1,19 @@
-"""Exact accounting through dp_accounting's privacy loss distributions (MATH.md §4, §6).
+"""Exact accounting through dp_accounting's privacy loss distributions (docs/math.md §4, §6).
 
 A scheme with an exact route answers :meth:`~minsep.framework.interfaces.SamplingScheme.dp_event`
 with a dp_accounting event, e.g.
 
 - Poisson DP-SGD: the n-fold composition of the Poisson-subsampled Gaussian at rate p0;
-- cyclic Poisson BandMF: the ceil(n/b)-fold composition at rate q = b p0 (MATH.md §4);
+- cyclic Poisson BandMF: the ceil(n/b)-fold composition at rate q = b p0 (docs/math.md §4);
 - truncated (cyclic) Poisson: ``TruncatedSubsampledGaussianDpEvent`` with the (group) dataset
-  size (Ganesh 2025; MATH.md §6).
+  size (Ganesh 2025; docs/math.md §6).
 
 :class:`PLDAccountant` composes that event with dp_accounting's PLD accountant under the
-add-or-remove relation, which for these events is the zero-out pair (P, Q) of MATH.md §1 in both
-directions. The PLDs are pessimistic (``pessimistic_estimate=True``, dp_accounting's default for
-every mechanism it builds): discretisation only ever rounds privacy losses up, so the reported
-epsilon and delta are upper bounds, tight to about the discretisation interval. Which schemes it
-accounts is decided by the scheme's hook alone: no dispatch on scheme types.
+add-or-remove relation, which for these events is the zero-out pair (P, Q) of docs/math.md §1 in
+both directions. The PLDs are pessimistic (``pessimistic_estimate=True``, dp_accounting's
+default for every mechanism it builds): discretisation only ever rounds privacy losses up, so
+the reported epsilon and delta are upper bounds, tight to about the discretisation interval.
+Which schemes it accounts is decided by the scheme's hook alone: no dispatch on scheme types.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ __all__ = [
     "conservative_sigma",
 ]
 
-#: Zero-out adjacency of MATH.md §1 for Poisson-type events, both directions.
+#: Zero-out adjacency of docs/math.md §1 for Poisson-type events, both directions.
 NEIGHBOURING = NeighboringRelation.ADD_OR_REMOVE_ONE
 
 #: The probe noise multiplier used to ask a scheme whether it has an exact event.

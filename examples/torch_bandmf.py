@@ -3,7 +3,7 @@
     pip install 'minsep[torch,data]'
     python examples/torch_bandmf.py --scheme b_min_sep --min-sep 4 --bands 4 --epsilon 8
 
-What happens (paper §2, MATH.md §1):
+What happens (paper §2, docs/math.md §1):
 
 1. ``build_run`` builds the scheme and the banded Toeplitz strategy from the registries and asks
    an accountant for the noise multiplier σ that makes the run (ε, δ)-DP. The resulting

@@ -14,7 +14,7 @@ noise multiplier is calibrated per row) or a fixed sigma, :func:`compare` evalua
 Each row is accounted by the first registered accountant that can account it, in the order
 exact PLD, Monte Carlo, unamplified Gaussian (the unamplified row always by the Gaussian one);
 which accountant can is decided by the schemes' and accountants' hooks. Utility is the
-prefix-sum MSE of MATH.md §8, ``MSE = (1/n) ||A C^-1||_F^2 sigma^2`` (sigma already includes
+prefix-sum MSE of docs/math.md §8, ``MSE = (1/n) ||A C^-1||_F^2 sigma^2`` (sigma already includes
 the sensitivity for the unamplified row), reported with its ratio to the best row.
 
 The library entry point is :func:`compare` (paper scripts call it); the ``minsep compare``

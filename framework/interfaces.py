@@ -1,6 +1,6 @@
 """The contracts every scheme, strategy, loss model and accountant implements.
 
-Notation follows ``MATH.md`` (paper: Dong & Ganesh, "Privacy Amplification for BandMF via
+Notation follows ``docs/math.md`` (paper: Dong & Ganesh, "Privacy Amplification for BandMF via
 b-Min-Sep Subsampling"). The mechanism is ``y = C x + z`` with ``z ~ N(0, sigma^2 I_n)``; ``x``
 is the participation vector of the sensitive unit, drawn from the scheme's law under P and
 identically zero under Q (zero-out adjacency).
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class Direction(enum.Enum):
-    """Which neighbouring order a privacy-loss sample is drawn for (MATH.md §1).
+    """Which neighbouring order a privacy-loss sample is drawn for (docs/math.md §1).
 
     REMOVE: y ~ P, L = ln P(y)/Q(y).   ADD: y ~ Q, L = -ln P(y)/Q(y).
     """
@@ -61,7 +61,7 @@ class PrivacyLossModel(ABC):
 
     ``draw`` produces sigma-free transcripts; ``log_ratio`` maps a transcript and a noise
     multiplier to ``ln P(y)/Q(y)``. Splitting the two lets calibration re-use one set of draws
-    across many sigma values (common random numbers, MATH.md §7).
+    across many sigma values (common random numbers, docs/math.md §7).
     """
 
     #: True when the accounting rests on an unproven conjecture (Algorithm 4).
@@ -87,7 +87,7 @@ class PrivacyLossModel(ABC):
         """
 
     def privacy_loss(self, transcript: Transcript, sigma: float) -> Any:
-        """The privacy loss ``L = sign(direction) * ln P/Q`` per sample (MATH.md §1)."""
+        """The privacy loss ``L = sign(direction) * ln P/Q`` per sample (docs/math.md §1)."""
         return transcript.direction.sign * self.log_ratio(transcript, sigma)
 
 
@@ -146,7 +146,7 @@ class Strategy(ABC):
     @abstractmethod
     def sensitivity(self, n_steps: int, min_sep: int, max_participations: int) -> float:
         """``max ||sum_{j in pi} C[:, j]||_2`` over participation patterns pi with gaps
-        ``>= min_sep`` and at most ``max_participations`` entries (MATH.md §4)."""
+        ``>= min_sep`` and at most ``max_participations`` entries (docs/math.md §4)."""
 
     @abstractmethod
     def noise(

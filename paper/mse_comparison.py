@@ -11,8 +11,8 @@ batch size:
   delta/2, the paper's "estimate epsilon at delta/2";
 - unamplified BandMF (one participation per epoch) by the Gaussian mechanism.
 
-Utility is the prefix-sum MSE ``(1/n) ||A C^-1||_F^2 sigma^2`` (MATH.md §8). For each scheme the
-best MSE over bands (and b) is kept, and the ratios b-min-sep / cyclic Poisson (Fig. 2) and
+Utility is the prefix-sum MSE ``(1/n) ||A C^-1||_F^2 sigma^2`` (docs/math.md §8). For each scheme
+the best MSE over bands (and b) is kept, and the ratios b-min-sep / cyclic Poisson (Fig. 2) and
 b-min-sep / balls-in-bins (Fig. 3) are tabulated and drawn as heat maps (< 1: b-min-sep wins).
 
 Run ``python -m paper.mse_comparison [--quick]`` or ``minsep paper mse_comparison [--quick]``.

@@ -6,7 +6,7 @@ unamplified BandMF (Fig. 5, by test loss). We cannot ship arXiv, so this script 
 synthetic graph with the same shape (:func:`synthetic_coauthorship`: papers with >= 2 authors
 drawn with Zipf-like productivity, then the greedy contribution bounding of
 :meth:`~minsep.schemes.attribution.AttributionGraph.bound_contributions` to k_u = 2) and
-compares the three methods by calibrated noise multiplier and prefix-sum MSE (MATH.md §8) at
+compares the three methods by calibrated noise multiplier and prefix-sum MSE (docs/math.md §8) at
 equal expected batch size, for each target epsilon. The privacy unit is a user (fixed-graph
 adjacency, zero-out of all the user's examples):
 
@@ -14,7 +14,7 @@ adjacency, zero-out of all the user's examples):
   k_u examples are sampled independently, so one step's user-level contribution is
   x ~ Binomial(k_u, p0) aligned clipped gradients: the dominating pair is the n-fold
   composition of the Gaussian mixture sum_j P(x = j) N(j, sigma^2) against N(0, sigma^2) (the
-  single-user process of MATH.md §5 with b = 1 and C = I). It is accounted exactly by
+  single-user process of docs/math.md §5 with b = 1 and C = I). It is accounted exactly by
   dp_accounting's ``MixtureOfGaussiansDpEvent`` PLD, both directions, pessimistic rounding.
   This is tight for aligned gradients and needs no group-privacy step.
 - **b-min-sep BandMF** (Algorithm 3, ``multi_attribution``): bands k and min-sep b = k (as in

@@ -1,4 +1,4 @@
-"""The public attribution graph of the multi-attribution setting (MATH.md §5, paper §6).
+"""The public attribution graph of the multi-attribution setting (docs/math.md §5, paper §6).
 
 Each example is attributed to a non-empty set of users. Under fixed-graph adjacency the graph
 is public; the privacy unit is a user, and after contribution bounding every user has at most

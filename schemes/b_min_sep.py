@@ -1,4 +1,4 @@
-"""b-min-sep subsampling: Algorithm 1 (cold start) and Algorithm 2 (warm start), MATH.md §3.
+"""b-min-sep subsampling: Algorithm 1 (cold start) and Algorithm 2 (warm start), docs/math.md §3.
 
 At each step every example that did not participate in the previous b - 1 steps joins the
 batch independently with probability ``p = p0 / (1 - p0 (b - 1))``. One example follows the
@@ -41,7 +41,7 @@ def probability_for_rate(rate: float, min_sep: int) -> float:
 
 
 def stationary_law(probability: float, min_sep: int) -> np.ndarray:
-    """The availability chain's stationary law pi over states 0..b-1 (MATH.md §3)."""
+    """The availability chain's stationary law pi over states 0..b-1 (docs/math.md §3)."""
     p, b = probability, min_sep
     law = np.full(b, p / (1.0 + (b - 1) * p))
     law[0] = 1.0 / (1.0 + (b - 1) * p)
@@ -177,7 +177,7 @@ class BMinSep(SchemeBase):
     def truncated_loss_model(
         self, strategy: Strategy, dataset_size: int, max_batch_size: int
     ) -> PrivacyLossModel:
-        """Appendix D's P/R and Q/R recursions (MATH.md §6); bands <= b."""
+        """Appendix D's P/R and Q/R recursions (docs/math.md §6); bands <= b."""
         self._require_bands(strategy)
         model: PrivacyLossModel = acc.losses().TruncatedBMinSepLossModel(
             coefficients=acc.coefficients(strategy),

@@ -1,4 +1,4 @@
-"""Balls-in-bins sampling (Chua et al. 2024; Choquette-Choo et al. 2024; MATH.md §4).
+"""Balls-in-bins sampling (Chua et al. 2024; Choquette-Choo et al. 2024; docs/math.md §4).
 
 Cycle length T = 1/p0. Each example draws one uniform bin s in [T] for the whole run and
 participates at steps s, s+T, s+2T, ... The Monte Carlo loss is exact for any number of bands

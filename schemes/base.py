@@ -3,7 +3,7 @@
 Each built-in scheme subclasses :class:`SchemeBase` and writes one generator,
 :meth:`SchemeBase.generate_batches`, which draws the *pre-truncation* sample of each step, asks
 an optional ``keep`` callback which part of it is realised, and yields the realised batch. The
-scheme's own state (who is barred, MATH.md §3 and §6) follows the pre-truncation sample, so the
+scheme's own state (who is barred, docs/math.md §3 and §6) follows the pre-truncation sample, so the
 truncation wrapper (:mod:`minsep.schemes.truncated`) drives any scheme through the public hook
 :meth:`SchemeBase.sample_batches` without knowing its type; :meth:`SchemeBase.batches` is the
 same generator with nothing dropped.
@@ -124,7 +124,7 @@ class SchemeBase(SamplingScheme):
         Each step draws its pre-truncation sample (sorted int64 indices), passes it to
         ``keep`` (when given) and yields what ``keep`` returns. The scheme's state, e.g. which
         examples are barred, is updated from the pre-truncation sample, so examples that
-        ``keep`` drops stay barred (MATH.md §6). ``keep`` may draw from ``rng``. The population
+        ``keep`` drops stay barred (docs/math.md §6). ``keep`` may draw from ``rng``. The population
         and ``rng`` are checked here, before the first batch is requested.
         """
         prepared = self.prepare_population(population)

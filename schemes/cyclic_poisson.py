@@ -1,4 +1,4 @@
-"""Cyclic Poisson subsampling (Choquette-Choo et al. 2023, Alg. 2 / Thm. 4; MATH.md §4).
+"""Cyclic Poisson subsampling (Choquette-Choo et al. 2023, Alg. 2 / Thm. 4; docs/math.md §4).
 
 The dataset is split into b groups once; step i Poisson-samples group ``i mod b`` at rate
 ``q = b * p0``. Each example can participate only every b steps, so a b-banded strategy

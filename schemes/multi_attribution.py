@@ -1,6 +1,6 @@
 """Multi-attribution b-min-sep subsampling: Algorithm 3 and the conjectured Algorithm 4.
 
-MATH.md §5, paper §6. Batches are drawn over a public :class:`AttributionGraph`. Each step,
+docs/math.md §5, paper §6. Batches are drawn over a public :class:`AttributionGraph`. Each step,
 every example enters a holding set S_i independently with probability p. An example of S_i is
 excluded when it shares a user with an example of S_{i-b+1..i-1} (Algorithm 3) or of the
 realised batches B_{i-b+1..i-1} (Algorithm 4); B_i is S_i minus the excluded examples. So no
@@ -234,7 +234,7 @@ class MultiAttribution(MultiAttributionBase):
         return np.minimum(self.min_sep - 1, self.burn_in + np.arange(self.n_steps))
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
-        """The dominating single-user recursion (MATH.md §5); bands <= b, cold start."""
+        """The dominating single-user recursion (docs/math.md §5); bands <= b, cold start."""
         model: PrivacyLossModel = acc.losses().MultiAttributionLossModel(
             **self._loss_arguments(strategy)
         )

@@ -1,6 +1,6 @@
 """Poisson subsampling (DP-SGD): every example joins every batch independently at rate p0.
 
-MATH.md §4. Accounting: with the identity strategy (one band) the run is the n-fold composition
+docs/math.md §4. Accounting: with the identity strategy (one band) the run is the n-fold composition
 of the Poisson-subsampled Gaussian, exact by PLD; the Monte Carlo route is b-min-sep with b = 1.
 """
 
@@ -87,7 +87,7 @@ class Poisson(SchemeBase):
     def truncated_loss_model(
         self, strategy: Strategy, dataset_size: int, max_batch_size: int
     ) -> PrivacyLossModel:
-        """Truncated b-min-sep with b = 1 (MATH.md §6); one band."""
+        """Truncated b-min-sep with b = 1 (docs/math.md §6); one band."""
         acc.require_bands_at_most(self, strategy, 1, "1", _WHY)
         model: PrivacyLossModel = acc.losses().TruncatedBMinSepLossModel(
             coefficients=acc.coefficients(strategy),

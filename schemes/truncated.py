@@ -1,4 +1,4 @@
-"""Truncation and padding to a fixed batch size B_max, over any scheme (MATH.md §6).
+"""Truncation and padding to a fixed batch size B_max, over any scheme (docs/math.md §6).
 
 When a step's pre-truncation sample exceeds B_max, a uniform B_max of it is kept; examples that
 were sampled but dropped still count as sampled for the base scheme (for b-min-sep they stay

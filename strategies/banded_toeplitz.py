@@ -1,4 +1,4 @@
-"""BandMF: a banded Toeplitz strategy, fixed or MSE-optimal (MATH.md §1, §8)."""
+"""BandMF: a banded Toeplitz strategy, fixed or MSE-optimal (docs/math.md §1, §8)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class BandedToeplitz(ToeplitzStrategy):
 
     ``coefficients`` may be given at any positive scale: they are validated (non-empty, finite,
     entrywise non-negative, ``c_0 > 0``) and **normalised to unit l2 norm** at construction,
-    since scaling C only rescales the noise multiplier (MATH.md §1). ``BandedToeplitz((1.0,))``
+    since scaling C only rescales the noise multiplier (docs/math.md §1). ``BandedToeplitz((1.0,))``
     is the identity. Use :meth:`optimal` (or :meth:`for_steps`) for MSE-optimal coefficients.
     """
 

@@ -1,4 +1,4 @@
-"""Shared implementation of the Strategy interface for banded Toeplitz ``C`` (MATH.md §1, §8).
+"""Shared implementation of the Strategy interface for banded Toeplitz ``C`` (docs/math.md §1, §8).
 
 Subclasses only provide :attr:`coefficients` (unit l2 norm, non-negative, ``c_0 > 0``); the
 matrix, the prefix-sum MSE, the b-min-sep sensitivity and the streaming noise all follow from
@@ -42,13 +42,13 @@ class ToeplitzStrategy(Strategy):
 
     def prefix_mse(self, n_steps: int) -> float:
         """``(1/n) ||A C^-1||_F^2`` in O(n * bands); with ``||c|| = 1`` this is the prefix-sum
-        MSE at unit single-participation sensitivity (MATH.md §8)."""
+        MSE at unit single-participation sensitivity (docs/math.md §8)."""
         toeplitz.check_steps(self._owner("prefix_mse"), n_steps)
         return toeplitz.prefix_mse(self.coefficients, n_steps)
 
     def sensitivity(self, n_steps: int, min_sep: int, max_participations: int) -> float:
         """``max ||sum_{j in pi} C[:, j]||_2`` over b-min-sep patterns with at most ``K``
-        participations (MATH.md §4). Exact when the coefficients are non-increasing (always
+        participations (docs/math.md §4). Exact when the coefficients are non-increasing (always
         true for the optimiser's output in practice) or ``min_sep >= bands``; otherwise a
         guaranteed upper bound (see :mod:`minsep.strategies.sensitivity`)."""
         return _sensitivity.sensitivity(self.coefficients, n_steps, min_sep, max_participations)

@@ -1,4 +1,4 @@
-"""The identity strategy: DP-SGD, independent noise at every step (MATH.md §4)."""
+"""The identity strategy: DP-SGD, independent noise at every step (docs/math.md §4)."""
 
 from __future__ import annotations
 

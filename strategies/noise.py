@@ -1,4 +1,4 @@
-"""Streaming correlated noise ``(C^-1 Z)[i]`` for banded Toeplitz ``C`` (MATH.md §8).
+"""Streaming correlated noise ``(C^-1 Z)[i]`` for banded Toeplitz ``C`` (docs/math.md §8).
 
 Solving ``C W = Z`` row by row is the banded recursion
 

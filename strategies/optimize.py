@@ -1,4 +1,4 @@
-"""MSE-optimal banded Toeplitz coefficients (McKenna 2025; MATH.md §8).
+"""MSE-optimal banded Toeplitz coefficients (McKenna 2025; docs/math.md §8).
 
 Objective, scale invariant in ``c`` (so it does not depend on the normalisation):
 

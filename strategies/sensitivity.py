@@ -1,4 +1,4 @@
-"""Sensitivity of a banded Toeplitz strategy under b-min-sep participation (MATH.md §4).
+"""Sensitivity of a banded Toeplitz strategy under b-min-sep participation (docs/math.md §4).
 
     S = max_{pi} || sum_{j in pi} C[:, j] ||_2
 

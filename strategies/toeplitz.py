@@ -1,4 +1,4 @@
-"""Banded lower-triangular Toeplitz matrices given by their first column (MATH.md §1, §8).
+"""Banded lower-triangular Toeplitz matrices given by their first column (docs/math.md §1, §8).
 
 ``C`` is n x n with ``C[i, j] = c[i - j]`` for ``0 <= i - j < k`` and 0 elsewhere; ``k`` is the
 number of bands. Its inverse is lower-triangular Toeplitz too; the first column ``r`` of
@@ -81,7 +81,7 @@ def prefix_weights(n_steps: int) -> np.ndarray:
 
 
 def prefix_mse(coefficients: Iterable[float] | np.ndarray, n_steps: int) -> float:
-    """``(1/n) ||A C^-1||_F^2`` for the prefix-sum workload A (MATH.md §8), in O(n k).
+    """``(1/n) ||A C^-1||_F^2`` for the prefix-sum workload A (docs/math.md §8), in O(n k).
 
     The coefficients are used as given (no normalisation): multiply by ``||c||^2`` (or use unit
     norm coefficients) for the MSE at unit single-participation sensitivity.

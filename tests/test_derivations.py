@@ -1,7 +1,7 @@
-"""Symbolic derivations behind the b-min-sep sampler (MATH.md §3, §9), checked with sympy.
+"""Symbolic derivations behind the b-min-sep sampler (docs/math.md §3, §9), checked with sympy.
 
 Each test derives a closed form from its definition (not from the formula being checked) and
-compares it with what MATH.md states and what the code computes.
+compares it with what docs/math.md states and what the code computes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from minsep.schemes.b_min_sep import probability_for_rate, stationary_law
 p, p0, s, n = sp.symbols("p p0 s n", positive=True)
 b = sp.Symbol("b", positive=True, integer=True)
 
-# The per-step probability in terms of the rate (MATH.md §3), the formula under test.
+# The per-step probability in terms of the rate (docs/math.md §3), the formula under test.
 P_OF_P0 = p0 / (1 - p0 * (b - 1))
 
 
@@ -31,7 +31,7 @@ def transition_matrix(b_value: int, prob: sp.Expr) -> sp.Matrix:
 
 
 def stationary_pi(b_value: int, prob: sp.Expr) -> sp.Matrix:
-    """pi(0) = 1/(1+(b-1)p), pi(s) = p/(1+(b-1)p) as stated in MATH.md §3."""
+    """pi(0) = 1/(1+(b-1)p), pi(s) = p/(1+(b-1)p) as stated in docs/math.md §3."""
     z = 1 + (b_value - 1) * prob
     return sp.Matrix([[1 / z] + [prob / z] * (b_value - 1)])
 
@@ -127,7 +127,7 @@ def test_balls_in_bins_limit_p_equals_one() -> None:
 
 
 def test_pattern_law_n3_b2() -> None:
-    """MATH.md §3: the law of x in (101, 100, 010, 001, 000) for n = 3, b = 2."""
+    """docs/math.md §3: the law of x in (101, 100, 010, 001, 000) for n = 3, b = 2."""
 
     def law(start: sp.Matrix) -> dict[str, sp.Expr]:
         out: dict[str, sp.Expr] = {}

@@ -1,7 +1,7 @@
 """Per-example gradient clipping: clip(g, C) = g · min(1, C / ‖g‖₂) (paper §2, DP-SGD).
 
 After clipping, every row has l2 norm at most C, so adding or removing one example changes the
-gradient sum of a step by at most C: the sensitivity the accountant assumes (MATH.md §1, clip
+gradient sum of a step by at most C: the sensitivity the accountant assumes (docs/math.md §1, clip
 norm 1 after dividing by C).
 """
 

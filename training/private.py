@@ -6,7 +6,7 @@ The trainer draws its batches from :meth:`PrivateRun.batches` and its noise from
 run.sigma)``; nothing else carries these parameters, so the sampler, the noise and the
 accounting cannot diverge (checked again at construction against the calibration result).
 
-Step i of the run releases (paper §2, MATH.md §1)
+Step i of the run releases (paper §2, docs/math.md §1)
 
     g_i = Σ_{j ∈ B_i} clip(∇ℓ(θ; d_j), C) + σ·C·(C⁻¹Z)[i],   Z with i.i.d. N(0, 1) rows,
 

@@ -1,4 +1,4 @@
-"""The Monte Carlo estimate-verify-release (EVR) engine (MATH.md §7, paper App. A).
+"""The Monte Carlo estimate-verify-release (EVR) engine (docs/math.md §7, paper App. A).
 
 Modules, each with one job:
 

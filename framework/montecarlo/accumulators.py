@@ -44,7 +44,7 @@ DEFAULT_MAX_LOSS = 256.0
 
 
 def hockey_stick(xp: Any, loss: Any, epsilon: float) -> Any:
-    """``X = (1 - e^{eps - L})_+`` per sample, as ``-expm1(min(eps - L, 0))`` (MATH.md §1)."""
+    """``X = (1 - e^{eps - L})_+`` per sample, as ``-expm1(min(eps - L, 0))`` (docs/math.md §1)."""
     return -xp.expm1(xp.minimum(epsilon - loss, 0.0))
 
 

@@ -1,4 +1,4 @@
-"""Fact 4.2 and the guarantees of Monte Carlo verification (MATH.md §7, paper App. A).
+"""Fact 4.2 and the guarantees of Monte Carlo verification (docs/math.md §7, paper App. A).
 
 Samples ``X = (1 - e^{eps - L})_+`` lie in [0, 1]. For a mean of ``m`` i.i.d. [0, 1]-valued
 samples with expectation ``mu``, Chernoff–Hoeffding in KL form gives, for ``a < mu``,
@@ -12,7 +12,7 @@ certifies, with the verifier's failure folded into delta (EVR, Wang et al. 2023)
     delta_overall(m, delta_b) = min_{tau in [1, 1/delta_b]} tau delta_b
                                 + R exp(-m KL(delta_b || tau delta_b)) (1 - tau delta_b).
 
-``R`` (``candidates``) is 1 in MATH.md; releasing the first accepted of ``R`` candidates fixed
+``R`` (``candidates``) is 1 in docs/math.md; releasing the first accepted of ``R`` candidates fixed
 before the verification samples are drawn costs a union bound, i.e. the factor ``R``.
 
 Any ``tau`` gives a valid bound, so an imprecise minimisation can only over-report delta. Every
@@ -62,7 +62,7 @@ def kl_bernoulli(a: float, b: float) -> float:
 
 def fact42_bound(m: int, tau: float, delta_b: float) -> float:
     """``exp(-m KL(delta_b || tau delta_b))``: bound on Pr[mean of m samples <= delta_b] when
-    ``E[X] >= tau delta_b`` (Fact 4.2). Oracles in MATH.md §7."""
+    ``E[X] >= tau delta_b`` (Fact 4.2). Oracles in docs/math.md §7."""
     check_range("fact42_bound", "m", m, low=1, integer=True)
     check_range("fact42_bound", "delta_b", delta_b, low=0.0, high=1.0, low_open=True)
     check_range("fact42_bound", "tau", tau, low=1.0, high=1.0 / delta_b)
@@ -100,7 +100,7 @@ def _best_tau(m: int, delta_b: float, candidates: int) -> tuple[float, float]:
 
 
 def overall_delta(m: int, delta_b: float, *, candidates: int = 1) -> float:
-    """The delta certified by accepting at base ``delta_b`` with ``m`` samples (MATH.md §7).
+    """The delta certified by accepting at base ``delta_b`` with ``m`` samples (docs/math.md §7).
 
     ``min_tau tau delta_b + R e^{-m KL(delta_b || tau delta_b)} (1 - tau delta_b)`` with ``R =
     candidates``. The minimisation (grid plus bounded Brent) can only err upward: each

@@ -1,4 +1,4 @@
-"""Algorithm 5: calibrate the noise multiplier over a geometric sweep (MATH.md §7, App. A).
+"""Algorithm 5: calibrate the noise multiplier over a geometric sweep (docs/math.md §7, App. A).
 
 Given a sweep ``sigma_1 > sigma_2 > ...`` (most private first), ``m`` verification samples
 per entry and ``delta_b = base_delta(m, delta)``: walk the sweep and stop at the first entry

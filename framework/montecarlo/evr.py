@@ -1,6 +1,6 @@
 """Estimate-verify-release: certified epsilon, certified delta and a certified curve.
 
-EVR (Wang et al. 2023; paper §2.5 and App. A; MATH.md §7) separates **choosing** a claim from
+EVR (Wang et al. 2023; paper §2.5 and App. A; docs/math.md §7) separates **choosing** a claim from
 **verifying** it. Choosing uses a *pilot* sample (stream 0); verifying uses a *fresh*
 verification sample (stream 1) drawn independently of the pilot. The candidates are fixed before
 a single verification sample is drawn, so Fact 4.2 applies to each of them; never search the

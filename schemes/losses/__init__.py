@@ -1,7 +1,7 @@
 """Monte Carlo privacy-loss models (PrivacyLossModel implementations) of the sampling schemes.
 
 Each model is a frozen attrs class, built lazily by a scheme's ``loss_model`` hook; it draws
-sigma-free transcripts and maps them to ``ln P/Q`` (MATH.md §2-§6):
+sigma-free transcripts and maps them to ``ln P/Q`` (docs/math.md §2-§6):
 
 - :class:`BMinSepLossModel`: b-min-sep, cold or warm start; Poisson is b = 1 (§3, §4).
 - :class:`BallsInBinsLossModel`: balls-in-bins with cycle length T (§4).

@@ -1,4 +1,4 @@
-"""Monte Carlo privacy loss of BandMF with b-min-sep subsampling (MATH.md §3, Theorem 5.1).
+"""Monte Carlo privacy loss of BandMF with b-min-sep subsampling (docs/math.md §3, Theorem 5.1).
 
 With min-sep b >= k bands, participations occupy disjoint blocks of rows, and
 

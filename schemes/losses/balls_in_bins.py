@@ -1,4 +1,4 @@
-"""Monte Carlo privacy loss of BandMF with balls-in-bins sampling (MATH.md §4).
+"""Monte Carlo privacy loss of BandMF with balls-in-bins sampling (docs/math.md §4).
 
 Each example draws one uniform bin s in [T] and participates at steps s, s+T, ...; with x_s the
 indicator of those steps, P = (1/T) sum_s N(C x_s, sigma^2 I), Q = N(0, sigma^2 I) and

@@ -1,4 +1,4 @@
-"""Block vectors of a banded Toeplitz strategy and their sliding dot products (MATH.md §2).
+"""Block vectors of a banded Toeplitz strategy and their sliding dot products (docs/math.md §2).
 
 Column i of the banded Toeplitz C, restricted to rows i..i+k-1 and cut at row n, is the block
 vector c_i. All loss models need, per sample, the n sliding dot products
@@ -35,7 +35,7 @@ def effective_coefficients(coefficients: tuple[float, ...], n_steps: int) -> np.
 def tail_norms(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
     """``||c_i||^2 = sum_{j=0}^{min(k, n-i)-1} c_j^2`` for i = 0..n-1 (host float64).
 
-    Equal to ``||c||^2`` for i <= n - k and shrinking over the last k - 1 steps (MATH.md §2).
+    Equal to ``||c||^2`` for i <= n - k and shrinking over the last k - 1 steps (docs/math.md §2).
     """
     c = effective_coefficients(coefficients, n_steps)
     prefix = np.cumsum(c**2)

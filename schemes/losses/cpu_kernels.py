@@ -2,7 +2,7 @@
 
 One call handles a whole chunk of samples, one sample (row) at a time, with row buffers
 reused across rows; numba compiles them on first use (cached on disk). The math is that of
-:mod:`.blocks` and :mod:`.recursion` (MATH.md §2-§3); only the evaluation order differs:
+:mod:`.blocks` and :mod:`.recursion` (docs/math.md §2-§3); only the evaluation order differs:
 
 * ``x_i = ln(p r_i) = a * v_i + base_i + signal_i / sigma^2`` (``v`` the stored noise
   correlations, ``a = 1/sigma``; or the dots ``<c_i, y>`` with ``a = 1/sigma^2``), the signal
@@ -348,7 +348,7 @@ def signal_table(coefficients: np.ndarray, n_steps: int) -> np.ndarray:
 
     With ``c`` the effective coefficients (k = their number), ``<c_i, C e_j> = T[min(k - 1, n -
     1 - i), i - j + k - 1]`` for ``|i - j| < k``: the block of step i against the column of a
-    participation at j, cut at row n (MATH.md §2). Shape ``(k, 2k - 1)``, 8 k (2k - 1) bytes.
+    participation at j, cut at row n (docs/math.md §2). Shape ``(k, 2k - 1)``, 8 k (2k - 1) bytes.
     """
     c = np.asarray(coefficients, dtype=np.float64)[: max(1, min(len(coefficients), n_steps))]
     k = int(c.size)

@@ -26,8 +26,8 @@ def as_coefficients(value: Any) -> Any:
 def coefficients_validator(instance: Any, attribute: Any, value: Any) -> None:
     """attrs validator: a non-empty tuple of finite, non-negative floats, not all zero.
 
-    The mechanism needs C lower-triangular with non-negative entries (MATH.md §1); the models
-    do not normalise c (the oracles of MATH.md use ``c = [1, .5]``).
+    The mechanism needs C lower-triangular with non-negative entries (docs/math.md §1); the models
+    do not normalise c (the oracles of docs/math.md use ``c = [1, .5]``).
     """
     allowed = "a non-empty sequence of finite non-negative reals, not all zero"
     if not isinstance(value, tuple) or not value or not all(type(v) is float for v in value):

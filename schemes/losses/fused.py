@@ -1,7 +1,7 @@
 """Host drivers of the fused kernels: blockwise noise and the b-min-sep log-ratio (numba path).
 
 Used when :func:`~minsep.schemes.losses.jit.kernels_enabled` holds (numba present, host numpy
-arrays). They compute exactly what the portable array code computes (MATH.md §2-§3), from the
+arrays). They compute exactly what the portable array code computes (docs/math.md §2-§3), from the
 same random stream, with O(block) scratch memory instead of O(chunk):
 
 * :func:`host_noise` draws the ``(S, n)`` standard normals in row blocks into a reused buffer

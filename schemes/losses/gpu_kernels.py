@@ -5,7 +5,7 @@ Each thread walks its sample's n steps backwards and computes, in one pass,
     x_i = ln(p r_i) = a * v_i + ln p - ||c_i||^2 / (2 sigma^2) + <c_i, C x> / sigma^2,
     g_i = logaddexp(ln(1 - p) + g_{i+1}, x_i + g_{i+b}),    g_j = 0 (j >= n),
 
-(MATH.md §2-§3, the log domain: exact for every sigma, two transcendentals per step, which a
+(docs/math.md §2-§3, the log domain: exact for every sigma, two transcendentals per step, which a
 GPU affords), the signal added from the participation steps through the cross-Gram table of
 :func:`~minsep.schemes.losses.cpu_kernels.signal_table` (at most two participations lie
 within k of a step, since b >= k). The ring of the last b values of g lives in a global

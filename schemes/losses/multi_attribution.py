@@ -1,4 +1,4 @@
-"""Monte Carlo privacy loss of multi-attribution b-min-sep subsampling (MATH.md §5, paper §6).
+"""Monte Carlo privacy loss of multi-attribution b-min-sep subsampling (docs/math.md §5, paper §6).
 
 The dominating single-user process (Theorem of §6.2, Algorithm 3): x_i = 0 if any of
 x_{i-b+1..i-1} > 0, else x_i ~ Binomial(k_u, p). With b >= k bands the recursion

@@ -6,7 +6,7 @@ With g_i = ln f_i (0-based steps, g_j = 0 for j >= n):
 
 where ``exp(log_stay)`` is the probability of not participating at an available step and
 ``exp(log_go[:, i])`` is the (per-sample) weight of participating at step i times the block
-likelihood ratio (MATH.md §3, §5, §6). Everything stays in logs, so block log-ratios of
+likelihood ratio (docs/math.md §3, §5, §6). Everything stays in logs, so block log-ratios of
 thousands (small sigma) neither overflow nor lose the small terms. Cost: O(n) vector operations
 over the samples; memory: a ring of b per-sample vectors. On host numpy with numba the same
 recursion runs compiled, one sample at a time (:func:`~.cpu_kernels.log_recursion_rows`).
@@ -51,7 +51,7 @@ def backward_log_recursion(log_go: Any, log_stay: float, min_sep: int, xp: Any) 
 
 
 def warm_start_average(g: list[Any], p: float, xp: Any) -> Any:
-    """``ln[(f_1 + p sum_{i=2}^{b} f_i) / (1 + (b-1) p)]`` (MATH.md §3, Algorithm 2).
+    """``ln[(f_1 + p sum_{i=2}^{b} f_i) / (1 + (b-1) p)]`` (docs/math.md §3, Algorithm 2).
 
     The sensitive example starts in state s with the stationary probability pi(s); from state
     s it is first available at step s + 1, where the conditional ratio is f_{s+1}.

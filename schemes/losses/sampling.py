@@ -5,7 +5,7 @@ are drawn vectorised over samples with a Python loop over steps, from the two pr
 :class:`~minsep.framework.backend.RandomSource` (``random``, ``standard_normal``) and functions
 numpy, cupy and array-API namespaces share.
 
-The availability chain of one example (MATH.md §3): state s in {0..b-1} = steps still barred.
+The availability chain of one example (docs/math.md §3): state s in {0..b-1} = steps still barred.
 From 0 it participates with probability p and moves to b-1 (so it is barred for the next b-1
 steps), else stays at 0; from s >= 1 it moves to s-1.
 """
@@ -81,7 +81,7 @@ def chain_steps(
     """Participation steps of one example under b-min-sep: int32 ``(S, ceil(n / b))``.
 
     Row s lists the steps (0-based, ascending) at which sample s participates, then the
-    sentinel ``n``. The chain of MATH.md §3 is run by its renewal structure: from an available
+    sentinel ``n``. The chain of docs/math.md §3 is run by its renewal structure: from an available
     step the wait until the next participation is Geometric(p) on {0, 1, ...} (inverse CDF
     ``floor(ln(1 - u) / ln(1 - p))``: ``Pr[G >= g] = (1 - p)^g``; exact up to float64 rounding
     of the logarithms), after which the example is barred for b - 1 steps. So
@@ -204,7 +204,7 @@ def other_counts(
     truncation: dropped examples stay barred). So the counts follow a b-step renewal: the number
     available at step i is ``others - (r_{i-b+1} + ... + r_{i-1})`` and r_i ~ Binomial(that, p),
     drawn exactly by numpy. Warm start: the initial state counts are Multinomial(others, pi); the
-    count in state s (s >= 1) acts as the sampled count of step s - b (MATH.md §6).
+    count in state s (s >= 1) acts as the sampled count of step s - b (docs/math.md §6).
     """
     counts = np.empty((n_samples, n_steps), dtype=np.int64)
     ring_size = min_sep - 1

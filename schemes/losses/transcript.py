@@ -2,10 +2,10 @@
 
 A transcript stores what ``log_ratio`` needs to rebuild ``<c_i, y>`` for any sigma:
 ``y = C x + sigma z`` gives ``<c_i, y> = signal_i + sigma * noise_i`` with
-``signal_i = <c_i, C x>`` and ``noise_i = <c_i, z>``, z standard normal (MATH.md §2). Arrays are
-float64 of the backend's namespace, one row per sample: each ``(n_samples, n)`` array costs
-``n_samples * n * 8`` bytes. ``signal`` is None when x = 0 (the ADD direction of the untruncated
-models), halving the memory.
+``signal_i = <c_i, C x>`` and ``noise_i = <c_i, z>``, z standard normal (docs/math.md §2).
+Arrays are float64 of the backend's namespace, one row per sample: each ``(n_samples, n)``
+array costs ``n_samples * n * 8`` bytes. ``signal`` is None when x = 0 (the ADD direction of
+the untruncated models), halving the memory.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class BinsTranscript:
 
 @attrs.frozen(eq=False)
 class TruncatedTranscript:
-    """Block correlations plus the public counts r_i of truncated b-min-sep (MATH.md §6).
+    """Block correlations plus the public counts r_i of truncated b-min-sep (docs/math.md §6).
 
     Under both directions x is drawn (entries 0/1/2 under P, 0/-1 under Q: the dominating pair
     of paper App. D is not centred at zero), so ``signal`` is always present.

@@ -1,4 +1,4 @@
-"""Monte Carlo privacy loss of truncated b-min-sep subsampling (MATH.md §6, paper App. D).
+"""Monte Carlo privacy loss of truncated b-min-sep subsampling (docs/math.md §6, paper App. D).
 
 Sampler: b-min-sep, then if the pre-truncation batch exceeds B_max a uniform B_max of it is
 kept; dropped examples stay barred for b-1 steps (so every chain is unaffected by truncation).

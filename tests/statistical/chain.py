@@ -1,6 +1,6 @@
 """Exact laws of one example under b-min-sep, by dynamic programming over the availability chain.
 
-Oracles for the statistical tests (MATH.md §3, §9): the state is the number of steps an example
+Oracles for the statistical tests (docs/math.md §3, §9): the state is the number of steps an example
 is still barred, 0..b-1; from 0 it joins with probability p (and moves to b-1), otherwise it
 stays; from s >= 1 it moves to s-1.
 """

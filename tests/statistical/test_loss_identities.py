@@ -1,6 +1,6 @@
 """Change of measure: E_Q[P/Q] = 1 and E_P[Q/P] = 1 for the drawn transcripts of every model.
 
-In both directions ``exp(-L)`` has mean 1, where L is the privacy loss (MATH.md §1). The REMOVE
+In both directions ``exp(-L)`` has mean 1, where L is the privacy loss (docs/math.md §1). The REMOVE
 identity ties the sampler to the density ratio: a sampler drawing x from another law than the
 one ``log_ratio`` integrates over breaks it (checked below with a perturbed sampler).
 """

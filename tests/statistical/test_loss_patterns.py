@@ -114,7 +114,7 @@ def test_truncation_counts_follow_the_other_examples_chains(warm: bool) -> None:
 @pytest.mark.parametrize("direction", list(Direction))
 @pytest.mark.parametrize("warm", [False, True])
 def test_truncated_joint_law_of_pattern_and_counts(direction: Direction, warm: bool) -> None:
-    """(x, r) under P (REMOVE) and (x', r) under Q (ADD): Pr[r] Pr[x | r] (MATH.md §6)."""
+    """(x, r) under P (REMOVE) and (x', r) under Q (ADD): Pr[r] Pr[x | r] (docs/math.md §6)."""
     n, b, p, size, max_batch = 3, 2, 0.5, 3, 1
     model = TruncatedBMinSepLossModel(
         coefficients=(1.0,),

@@ -1,5 +1,5 @@
 """Monte Carlo epsilon of the b = 1 model (Poisson, identity strategy) against dp_accounting's
-PLD of the Poisson-subsampled Gaussian composed n times (MATH.md §4)."""
+PLD of the Poisson-subsampled Gaussian composed n times (docs/math.md §4)."""
 
 from __future__ import annotations
 

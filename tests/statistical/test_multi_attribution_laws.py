@@ -1,4 +1,4 @@
-"""Statistical laws of the multi-attribution samplers (MATH.md §5), fixed seeds, 5 sd bounds."""
+"""Statistical laws of the multi-attribution samplers (docs/math.md §5), fixed seeds, 5 sd."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statistical laws of the samplers (MATH.md §3, §4, §9), fixed seeds, bounds of 5 sd.
+"""Statistical laws of the samplers (docs/math.md §3, §4, §9), fixed seeds, bounds of 5 sd.
 
 Examples are independent under b-min-sep, Poisson, cyclic Poisson and balls-in-bins, so batch
 sizes and participation counts are sums of independent per-example variables whose exact laws
@@ -161,7 +161,7 @@ def test_b_min_sep_counts_vary_less_than_cyclic_poisson() -> None:
     b, p0, n, size = 4, 0.1, 80, 20_000
     cyclic = CyclicPoisson(n_steps=n, rate=p0, min_sep=b)
     counts = participation_matrix(run(cyclic, size, 3), size).sum(axis=1)
-    # Each example: Binomial(n/b, b p0), so Var = n p0 (1 - b p0) (MATH.md §9).
+    # Each example: Binomial(n/b, b p0), so Var = n p0 (1 - b p0) (docs/math.md §9).
     var_cyclic = n * p0 * (1 - b * p0)
     q, k = b * p0, n // b
     fourth = k * q * (1 - q) * (1 + 3 * (k - 2) * q * (1 - q))
@@ -219,7 +219,7 @@ def test_warm_start_with_p_one_is_balls_in_bins(scheme: Any) -> None:
     np.testing.assert_array_less(np.abs(bins - size / b), Z * sd)
 
 
-# -- the participation-pattern law of MATH.md §3 ------------------------------------------------
+# -- the participation-pattern law of docs/math.md §3 ----------------------------------------------
 
 MATH_LAW = {
     False: {
@@ -244,7 +244,7 @@ def test_pattern_law_n3_b2_p_half(warm: bool) -> None:
     scheme = BMinSep(n_steps=3, rate=1 / 3, min_sep=2, warm_start=warm)  # p = 1/2
     assert scheme.probability == pytest.approx(0.5)
     law = pattern_law(3, 2, 0.5, warm)
-    assert law == pytest.approx(MATH_LAW[warm])  # the oracle agrees with MATH.md
+    assert law == pytest.approx(MATH_LAW[warm])  # the oracle agrees with docs/math.md
     assert_law(pattern_frequencies(scheme, 40_000, 9), MATH_LAW[warm])
 
 

@@ -2,8 +2,8 @@
 
 Deliberately naive and independent of ``minsep.schemes.losses``: every density ratio is
 ``P(y)/R(y) = sum_x Pr[x] N(Cx, sigma^2 I)(y) / N(0, sigma^2 I)(y)`` summed over all patterns
-``x`` (``itertools.product``), with ``C`` built as a dense matrix (MATH.md §1-§6). Only usable
-for tiny ``n``; pinned against the exact digits of MATH.md in the theorem tests.
+``x`` (``itertools.product``), with ``C`` built as a dense matrix (docs/math.md §1-§6). Only usable
+for tiny ``n``; pinned against the exact digits of docs/math.md in the theorem tests.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def log_mixture_ratio(
     return float(logsumexp(terms))
 
 
-# --- b-min-sep (MATH.md §3): an explicit availability chain ------------------------------------
+# --- b-min-sep (docs/math.md §3): an explicit availability chain ----------------------------------
 
 
 def initial_law(p: float, b: int, warm: bool) -> dict[int, float]:
@@ -93,7 +93,7 @@ def b_min_sep_log_ratio(
     )
 
 
-# --- balls-in-bins (MATH.md §4) -----------------------------------------------------------------
+# --- balls-in-bins (docs/math.md §4) --------------------------------------------------------------
 
 
 def balls_in_bins_law(n: int, cycle: int) -> dict[Pattern, float]:
@@ -114,7 +114,7 @@ def balls_in_bins_log_ratio(
     )
 
 
-# --- multi-attribution (MATH.md §5) -------------------------------------------------------------
+# --- multi-attribution (docs/math.md §5) ----------------------------------------------------------
 
 
 def multi_attribution_law(n: int, p: float, b: int, k_u: int) -> dict[Pattern, float]:
@@ -143,7 +143,7 @@ def multi_attribution_log_ratio(
     return log_mixture_ratio(law, strategy_matrix(coefficients, n), y, sigma)
 
 
-# --- truncated b-min-sep (MATH.md §6, paper App. D) ---------------------------------------------
+# --- truncated b-min-sep (docs/math.md §6, paper App. D) ------------------------------------------
 
 
 def truncated_laws(
@@ -201,7 +201,7 @@ def truncated_log_ratio(
 
 def other_counts_law(n: int, p: float, b: int, warm: bool, others: int) -> dict[Pattern, float]:
     """Law of r = (number of the other examples sampled at each step), by enumerating every
-    other example's own path (they are independent, MATH.md §6)."""
+    other example's own path (they are independent, docs/math.md §6)."""
     single = b_min_sep_law(n, p, b, warm)
     law: dict[Pattern, float] = {tuple([0] * n): 1.0}
     for _ in range(others):

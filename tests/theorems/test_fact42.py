@@ -1,4 +1,4 @@
-"""Fact 4.2 and the EVR guarantee: MATH.md §7 oracles pinned, and brute-force checks.
+"""Fact 4.2 and the EVR guarantee: docs/math.md §7 oracles pinned, and brute-force checks.
 
 The brute-force checks enumerate the exact law of the sample mean (binomial, or a small
 multinomial for a three-point [0, 1] variable) and compare the true acceptance probability

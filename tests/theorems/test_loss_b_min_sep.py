@@ -1,4 +1,4 @@
-"""b-min-sep loss model (MATH.md §3, Theorem 5.1) against brute-force enumeration."""
+"""b-min-sep loss model (docs/math.md §3, Theorem 5.1) against brute-force enumeration."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_math_md_oracles(c: tuple[float, ...], warm: bool, expected: float) -> N
 
 
 def test_math_md_pattern_laws() -> None:
-    """The enumerated law itself matches the exact table of MATH.md §3."""
+    """The enumerated law itself matches the exact table of docs/math.md §3."""
     patterns = [(1, 0, 1), (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 0, 0)]
     cold = oracles.b_min_sep_law(3, 0.5, 2, warm=False)
     warm = oracles.b_min_sep_law(3, 0.5, 2, warm=True)
@@ -74,7 +74,7 @@ def test_recursion_equals_enumeration(
 
 
 def test_poisson_is_the_product_formula() -> None:
-    """b = 1, C = I: P/Q = prod_i (1 - p + p r_i) (MATH.md §4)."""
+    """b = 1, C = I: P/Q = prod_i (1 - p + p r_i) (docs/math.md §4)."""
     n, p, sigma = 60, 0.15, 0.8
     y = random_outputs(6, n, seed=3)
     model = _model((1.0,), n, 1, p, False)

@@ -1,4 +1,4 @@
-"""Balls-in-bins loss model (MATH.md §4) against enumeration, and against warm b-min-sep."""
+"""Balls-in-bins loss model (docs/math.md §4) against enumeration, and against warm b-min-sep."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_gram_is_dense(c: tuple[float, ...], n: int, cycle: int) -> None:
     [((1.0,), 9, 3), ((0.8, 0.6), 10, 2), ((0.7, 0.5, 0.3), 11, 4), ((0.6, 0.5, 0.4), 8, 3)],
 )
 def test_warm_b_min_sep_with_p_one_is_balls_in_bins(c: tuple[float, ...], n: int, b: int) -> None:
-    """Algorithm 2 with p = 1 and b = T forms the T bins up front (MATH.md §3, paper §4)."""
+    """Algorithm 2 with p = 1 and b = T forms the T bins up front (docs/math.md §3, paper §4)."""
     bins = _model(c, n, b)
     bms = BMinSepLossModel(coefficients=c, n_steps=n, min_sep=b, probability=1.0, warm_start=True)
     y = random_outputs(8, n, seed=b)

@@ -1,4 +1,4 @@
-"""Block vectors (MATH.md §2): tail norms, sliding products (direct and FFT) against dense C."""
+"""Block vectors (docs/math.md §2): tail norms, sliding products (direct, FFT) against dense C."""
 
 from __future__ import annotations
 

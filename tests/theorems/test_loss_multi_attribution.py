@@ -1,4 +1,4 @@
-"""Multi-attribution loss models (MATH.md §5, paper §6) against enumeration."""
+"""Multi-attribution loss models (docs/math.md §5, paper §6) against enumeration."""
 
 from __future__ import annotations
 

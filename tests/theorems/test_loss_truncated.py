@@ -1,4 +1,4 @@
-"""Truncated b-min-sep loss model (MATH.md §6, paper App. D) against enumeration."""
+"""Truncated b-min-sep loss model (docs/math.md §6, paper App. D) against enumeration."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Monte Carlo (EVR engine) against dp_accounting's exact PLD for Poisson subsampling (b = 1).
 
-b-min-sep with b = 1 is Poisson sampling (MATH.md §3), whose privacy is the n-fold composition
+b-min-sep with b = 1 is Poisson sampling (docs/math.md §3), whose privacy is the n-fold composition
 of the Poisson-subsampled Gaussian: exact by PLD. The Monte Carlo point estimate must agree
 within 2% at delta = 1e-3, and the certified epsilon must not fall below the truth.
 """

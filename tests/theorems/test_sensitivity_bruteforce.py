@@ -1,4 +1,4 @@
-"""b-min-sep sensitivity against brute force over every participation pattern (MATH.md §4).
+"""b-min-sep sensitivity against brute force over every participation pattern (docs/math.md §4).
 
 S = max over pi of ||sum_{j in pi} C[:, j]||_2, pi with pairwise gaps >= b and |pi| <= K.
 Exact for non-negative non-increasing coefficients (or b >= bands); an upper bound otherwise.
@@ -95,7 +95,7 @@ def test_earliest_pattern_is_not_always_optimal_without_monotonicity() -> None:
 
 
 def test_truncated_tail_columns() -> None:
-    """Columns in the last k - 1 steps are cut at row n (MATH.md §2)."""
+    """Columns in the last k - 1 steps are cut at row n (docs/math.md §2)."""
     c = np.array([0.8, 0.6])  # unit norm
     # n = 5, b = 2, K = 3: columns 1, 3, 5; the last keeps only c_0.
     assert sensitivity(c, 5, 2, 3) == pytest.approx(math.sqrt(1 + 1 + 0.64))

@@ -1,7 +1,7 @@
 """Small schemes and strategies with hand-written accounting hooks, for the exact accountants.
 
 They stand in for the real schemes so that the accountants are tested on their own: each toy
-builds its dp_accounting event exactly as MATH.md §4 / §6 describe.
+builds its dp_accounting event exactly as docs/math.md §4 / §6 describe.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def truncated_event(size: int, p: float, bmax: int, sigma: float, count: int) ->
     )
 
 
-# (scheme, strategy, sigma, the event written out from MATH.md §4 / §6)
+# (scheme, strategy, sigma, the event written out from docs/math.md §4 / §6)
 ROUTES = {
     "poisson": (ToyPoisson(steps=64, p=1 / 32), IDENTITY, 0.9, poisson_event(1 / 32, 0.9, 64)),
     "cyclic": (

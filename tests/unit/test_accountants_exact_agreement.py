@@ -1,7 +1,7 @@
 """b = 1: the Monte Carlo accountant agrees with the exact PLD accountant.
 
 b-min-sep with b = 1 and one band is Poisson DP-SGD, whose exact privacy is the n-fold
-Poisson-subsampled Gaussian (MATH.md §3, §4). The Monte Carlo point estimates must match the
+Poisson-subsampled Gaussian (docs/math.md §3, §4). The Monte Carlo point estimates must match the
 PLD values within their standard errors, and the Monte Carlo certified bounds must not fall
 below them (the PLD is pessimistic only by about its discretisation interval).
 """

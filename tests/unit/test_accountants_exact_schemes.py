@@ -1,7 +1,7 @@
 """The exact accountants on the real registered schemes, against dp_accounting by hand.
 
-Each case writes the dp_accounting event out from MATH.md §4 / §6 and compares epsilon and delta
-with what the PLD accountant finds through the scheme's own hook.
+Each case writes the dp_accounting event out from docs/math.md §4 / §6 and compares epsilon and
+delta with what the PLD accountant finds through the scheme's own hook.
 """
 
 from __future__ import annotations

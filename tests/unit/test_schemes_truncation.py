@@ -1,4 +1,4 @@
-"""The truncation + padding wrapper (MATH.md §6)."""
+"""The truncation + padding wrapper (docs/math.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Strategies: construction, validation, dense comparisons and the MATH.md §8 oracle."""
+"""Strategies: construction, validation, dense comparisons and the docs/math.md §8 oracle."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_strategy_methods_use_unit_norm_coefficients() -> None:
 
 
 def test_prefix_mse_oracle_math_section_8() -> None:
-    """Normalised C(2j, j)/4^j, k = 4, n = 16: ||A C^-1||_F^2 = 60.2918 (MATH.md §8)."""
+    """Normalised C(2j, j)/4^j, k = 4, n = 16: ||A C^-1||_F^2 = 60.2918 (docs/math.md §8)."""
     j = np.arange(4)
     strategy = BandedToeplitz(tuple(comb(2 * j, j) / 4.0**j))
     assert 16 * strategy.prefix_mse(16) == pytest.approx(60.2918, abs=5e-5)
