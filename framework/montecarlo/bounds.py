@@ -12,7 +12,7 @@ certifies, with the verifier's failure folded into delta (EVR, Wang et al. 2023)
     delta_overall(m, delta_b) = min_{tau in [1, 1/delta_b]} tau delta_b
                                 + R exp(-m KL(delta_b || tau delta_b)) (1 - tau delta_b).
 
-``R`` (``candidates``) is 1 in docs/math.md; releasing the first accepted of ``R`` candidates fixed
+``R`` (``candidates``) is 1 for one claim (docs/math.md §7); the first accepted of R claims fixed
 before the verification samples are drawn costs a union bound, i.e. the factor ``R``.
 
 Any ``tau`` gives a valid bound, so an imprecise minimisation can only over-report delta. Every
