@@ -83,8 +83,8 @@ def oracle_values(body: str) -> list[tuple[str, float]]:
 
 
 def _number(node: ast.expr) -> float | None:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return float(node.value)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return None if isinstance(node.value, bool) else float(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _number(node.operand)
         return None if inner is None else -inner
