@@ -37,10 +37,11 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from minsep.framework.backend import numpy_backend
 from minsep.framework.registries import schemes, strategies
+from minsep.framework.setup import build_accountant, select_accountant
 from minsep.schemes.torch_adapter import SchemeBatchSampler
 from minsep.training.data import Dataset, load_digits, synthetic
 from minsep.training.optim import LinearDecay
-from minsep.training.private import PrivateRun, make_accountant, select_accountant
+from minsep.training.private import PrivateRun
 
 
 def build_run(
@@ -71,7 +72,7 @@ def build_run(
         accountant,
         the_scheme,
         the_strategy,
-        factory=lambda name: make_accountant(name, **(accountant_options or {})),
+        factory=lambda name: build_accountant(name, accountant_options, strict=False),
     )
     return PrivateRun.calibrated(
         the_scheme,

@@ -1,7 +1,9 @@
 """Cross-scheme comparison: every scheme at one training setup, at equal expected batch size.
 
 For one setup (n steps, participation rate p0 = E|B|/|D|, delta) and either a target epsilon (the
-noise multiplier is calibrated per row) or a fixed sigma, :func:`compare` evaluates
+noise multiplier is calibrated per row) or a fixed sigma, :func:`compare` evaluates the rows every
+registered scheme proposes through its ``compare_variants`` hook
+(:class:`~minsep.framework.parameters.CompareVariant`): for the built-ins
 
 - DP-SGD: Poisson sampling with the identity strategy (always, whatever the bands grid);
 - cyclic Poisson BandMF with b = bands groups, for each bands value;
@@ -11,8 +13,12 @@ noise multiplier is calibrated per row) or a fixed sigma, :func:`compare` evalua
 - unamplified BandMF: the Gaussian mechanism for one participation per epoch (min-sep
   floor(1/p0), at most ceil(n / min-sep) participations).
 
+A plugin scheme gets rows without any edit here (by default one per bands value, or one per
+feasible min-sep when ``min_sep`` is its only required option).
+
 Each row is accounted by the first registered accountant that can account it, in the order
-exact PLD, Monte Carlo, unamplified Gaussian (the unamplified row always by the Gaussian one);
+:data:`~minsep.framework.setup.PREFERENCE` (a row may fix its accountant, as the unamplified
+row does);
 which accountant can is decided by the schemes' and accountants' hooks. Utility is the
 prefix-sum MSE of docs/math.md §8, ``MSE = (1/n) ||A C^-1||_F^2 sigma^2`` (sigma already includes
 the sensitivity for the unamplified row), reported with its ratio to the best row.
@@ -34,15 +40,12 @@ from typing import Any
 
 import attrs
 
-from minsep.framework.cli.common import (
-    BANDED_STRATEGY,
-    IDENTITY_STRATEGY,
-    fmt,
-    warn,
-)
 from minsep.framework.errors import CalibrationError, ConfigurationError
+from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
-from minsep.framework.registries import accountants, schemes, strategies
+from minsep.framework.parameters import CompareContext, CompareVariant
+from minsep.framework.registries import accountants, schemes
+from minsep.framework.setup import PREFERENCE, build_accountant, build_strategy
 from minsep.framework.validation import (
     fail,
     number,
@@ -51,38 +54,14 @@ from minsep.framework.validation import (
     probability,
 )
 
-#: The families compared, in table order.
-FAMILIES: tuple[str, ...] = (
-    "poisson",
-    "cyclic_poisson",
-    "balls_in_bins",
-    "b_min_sep",
-    "unamplified",
-)
-
 #: The target epsilon of ``minsep compare`` when neither --epsilon nor --sigma is given.
 DEFAULT_EPSILON = 2.0
-
-#: Accountants tried, in order, for a row without a fixed accountant.
-PREFERENCE: tuple[str, ...] = ("pld", "monte_carlo", "gaussian")
-
-_LABELS = {
-    "poisson": "DP-SGD (Poisson)",
-    "cyclic_poisson": "cyclic Poisson",
-    "balls_in_bins": "balls-in-bins",
-    "b_min_sep": "b-min-sep",
-    "unamplified": "unamplified BandMF",
-}
 
 
 def _int_tuple(value: Any) -> Any:
     """A sequence as a tuple; anything else unchanged, for the validator to refuse by name."""
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         return value
-    return tuple(value)
-
-
-def _str_tuple(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
@@ -100,9 +79,18 @@ def _positive_ints(instance: Any, attribute: attrs.Attribute[Any], value: Any) -
         raise fail(instance, attribute.name, value, "a non-empty list of integers >= 1")
 
 
+def _optional_str_tuple(value: Any) -> Any:
+    if value is None or isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        return value
+    return tuple(value)
+
+
 def _families(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not value or any(f not in FAMILIES for f in value):
-        raise fail(instance, attribute.name, value, f"a non-empty subset of {list(FAMILIES)}")
+    ok = value is None or (
+        isinstance(value, tuple) and len(value) > 0 and all(isinstance(v, str) for v in value)
+    )
+    if not ok:
+        raise fail(instance, attribute.name, value, "None (all) or a non-empty list of names")
 
 
 @attrs.frozen(kw_only=True)
@@ -120,7 +108,9 @@ class ComparisonSetup:
             identity). The DP-SGD row (identity) is always included.
         min_seps: the min-sep values b for b-min-sep (kept when k <= b and b p0 <= 1); None for
             the powers of two from k to 1/p0.
-        families: which of :data:`FAMILIES` to include.
+        families: the row families to include (registered scheme names, or a family a
+            scheme declares such as ``unamplified``); None for every registered scheme's
+            rows. Unknown names are refused with the list of available ones.
         accountant_options: fields given to every accountant that has them (e.g. ``samples``,
             ``seed``, ``backend`` of the Monte Carlo accountant).
     """
@@ -138,8 +128,8 @@ class ComparisonSetup:
     min_seps: tuple[int, ...] | None = attrs.field(
         default=None, converter=_optional_int_tuple, validator=optional(_positive_ints)
     )
-    families: tuple[str, ...] = attrs.field(
-        default=FAMILIES, converter=_str_tuple, validator=_families
+    families: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_optional_str_tuple, validator=_families
     )
     accountant_options: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -149,11 +139,30 @@ class ComparisonSetup:
                 f"ComparisonSetup.epsilon = {self.epsilon!r} and sigma = {self.sigma!r} are "
                 "invalid: give exactly one (a target epsilon to calibrate, or a fixed sigma)"
             )
+        if self.families is not None:
+            known = (*available_families(self), *schemes.names())
+            unknown = [f for f in self.families if f not in known]
+            if unknown:
+                raise ConfigurationError(
+                    f"ComparisonSetup.families = {list(self.families)!r} is invalid: "
+                    f"{', '.join(map(repr, unknown))} not among the registered schemes and "
+                    f"the families they propose {sorted(set(known))}"
+                )
 
     @property
     def epoch_length(self) -> float:
         """|D| / E|B| = 1 / p0."""
         return 1.0 / self.rate
+
+    def context(self) -> CompareContext:
+        """What schemes see when they propose their rows (``compare_variants``)."""
+        grid = tuple(sorted(set(self.bands)))
+        return CompareContext(
+            n_steps=self.n_steps,
+            rate=self.rate,
+            bands=grid,
+            min_seps={k: self.min_seps_for(k) for k in grid},
+        )
 
     def min_seps_for(self, bands: int) -> tuple[int, ...]:
         """The feasible min-sep values b for ``bands``: k <= b and b p0 <= 1."""
@@ -199,76 +208,80 @@ class ComparisonRow:
 @attrs.frozen
 class _Plan:
     family: str
+    label: str
     scheme: SamplingScheme
     strategy: Strategy
     accountant: str
+
+
+@attrs.frozen
+class _Proposal:
+    """A scheme's row proposal with where it goes in the table."""
+
+    rank: int
+    scheme: str
+    variant: CompareVariant
+
+    @property
+    def family(self) -> str:
+        return self.variant.family or self.scheme
+
+    def label(self) -> str:
+        return self.variant.label or schemes.get(self.scheme).display_name()
 
 
 #: Called before each row and once at the end: ``(rows done, rows total, next row's label)``.
 Progress = Callable[[int, int, str], None]
 
 
-def strategy_for(n_steps: int, bands: int) -> Strategy:
-    """The identity for one band, else the MSE-optimal banded Toeplitz strategy."""
-    if bands == 1:
-        return strategies.get(IDENTITY_STRATEGY).for_steps(n_steps)
-    return strategies.get(BANDED_STRATEGY).for_steps(n_steps, bands=bands)
+def _proposals(setup: ComparisonSetup) -> list[_Proposal]:
+    """Every registered scheme's rows for ``setup``, in table order (rank, then proposal
+    order within a scheme)."""
+    context = setup.context()
+    out = []
+    for entry in schemes.entries():
+        for variant in entry.cls.compare_variants(context):
+            rank = entry.cls.compare_rank if variant.rank is None else variant.rank
+            out.append(_Proposal(rank, entry.name, variant))
+    return sorted(out, key=lambda p: p.rank)  # stable: keeps each scheme's own order
 
 
-def make_accountant(name: str, options: Mapping[str, Any]) -> Accountant:
-    """The registered accountant ``name`` given those ``options`` that are its attrs fields."""
-    cls = accountants.get(name)
-    fields = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else set()
-    return cls(**{k: v for k, v in options.items() if k in fields})
-
-
-def _scheme_grid(
-    setup: ComparisonSetup, family: str, bands: int
-) -> list[tuple[str, dict[str, Any]]]:
-    """The (registered scheme, from_rate options) of ``family`` for ``bands`` bands."""
-    if family == "poisson":
-        return [("poisson", {})]
-    if family == "cyclic_poisson":
-        # b = bands groups; one band is Poisson itself (the DP-SGD row).
-        return [("cyclic_poisson", {"min_sep": bands})] if bands > 1 else []
-    if family == "balls_in_bins":
-        return [("balls_in_bins", {})]
-    if family == "b_min_sep":
-        return [("b_min_sep", {"min_sep": b}) for b in setup.min_seps_for(bands)]
-    # unamplified: one participation per epoch.
-    return [("b_min_sep", {"min_sep": math.floor(setup.epoch_length * (1 + 1e-12))})]
+def available_families(setup: ComparisonSetup) -> tuple[str, ...]:
+    """The families the registered schemes propose rows for at ``setup``, in table order."""
+    return tuple(dict.fromkeys(p.family for p in _proposals(setup)))
 
 
 def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) -> list[_Plan]:
     """The rows to evaluate, in table order; infeasible combinations are skipped with a note."""
     cache: dict[int, Strategy] = {}
     out: list[_Plan] = []
-    for family in setup.families:
-        # DP-SGD is the identity whatever the bands grid: it is every table's baseline.
-        grid = (1,) if family == "poisson" else sorted(set(setup.bands))
-        for bands in grid:
-            for name, options in _scheme_grid(setup, family, bands):
-                try:
-                    scheme = schemes.get(name).from_rate(setup.n_steps, setup.rate, **options)
-                except ConfigurationError as exc:
-                    warn(f"compare: skipping {_LABELS[family]} with {bands} bands: {exc}")
-                    continue
-                if bands not in cache:
-                    cache[bands] = strategy_for(setup.n_steps, bands)
-                strategy = cache[bands]
-                choices = ("gaussian",) if family == "unamplified" else PREFERENCE
-                chosen = next(
-                    (
-                        a
-                        for a in choices
-                        if a in accountants and accountant_for(a).supports(scheme, strategy)
-                    ),
-                    None,
-                )
-                if chosen is None:
-                    warn(f"compare: no accountant can account {scheme.name!r} with {bands} bands")
-                    continue
-                out.append(_Plan(family, scheme, strategy, chosen))
+    for proposal in _proposals(setup):
+        if setup.families is not None and proposal.family not in setup.families:
+            continue
+        variant, label = proposal.variant, proposal.label()
+        try:
+            scheme = schemes.get(proposal.scheme).from_rate(
+                setup.n_steps, setup.rate, **variant.options
+            )
+        except ConfigurationError as exc:
+            warn(f"compare: skipping {label} with {variant.bands} bands: {exc}")
+            continue
+        if variant.bands not in cache:
+            cache[variant.bands] = build_strategy(setup.n_steps, variant.bands)
+        strategy = cache[variant.bands]
+        choices = PREFERENCE if variant.accountant is None else (variant.accountant,)
+        chosen = next(
+            (
+                a
+                for a in choices
+                if a in accountants and accountant_for(a).supports(scheme, strategy)
+            ),
+            None,
+        )
+        if chosen is None:
+            warn(f"compare: no accountant can account {label} with {variant.bands} bands")
+            continue
+        out.append(_Plan(proposal.family, label, scheme, strategy, chosen))
     return out
 
 
@@ -303,7 +316,7 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
         note = f"not certified: {exc}"
     return ComparisonRow(
         family=item.family,
-        label=_LABELS[item.family],
+        label=item.label,
         scheme=scheme.name,
         bands=strategy.bands,
         min_sep=scheme.min_separation,
@@ -322,21 +335,22 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
 def compare(setup: ComparisonSetup, progress: Progress | None = None) -> list[ComparisonRow]:
     """Evaluate every applicable (scheme, bands, min-sep) combination of ``setup``.
 
-    Rows come in :data:`FAMILIES` order, then by bands and min-sep; ``mse_ratio`` is each row's
+    Rows come in the schemes' ``compare_rank`` order, then in the order each scheme proposes
+    them (by bands and min-sep for the built-ins); ``mse_ratio`` is each row's
     MSE over the smallest MSE of the table (1 for the best row).
     """
     made: dict[str, Accountant] = {}
 
     def accountant_for(name: str) -> Accountant:
         if name not in made:
-            made[name] = make_accountant(name, setup.accountant_options)
+            made[name] = build_accountant(name, setup.accountant_options, strict=False)
         return made[name]
 
     items = plan(setup, accountant_for)
     rows: list[ComparisonRow] = []
     for item in items:
         if progress is not None:
-            label = f"{_LABELS[item.family]} k={item.strategy.bands} b={item.scheme.min_separation}"
+            label = f"{item.label} k={item.strategy.bands} b={item.scheme.min_separation}"
             progress(len(rows), len(items), label)
         rows.append(_evaluate(setup, item, accountant_for(item.accountant)))
     if progress is not None:
@@ -417,15 +431,13 @@ def format_json(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
 
 __all__ = [
     "DEFAULT_EPSILON",
-    "FAMILIES",
     "ComparisonRow",
     "ComparisonSetup",
     "Progress",
+    "available_families",
     "compare",
     "format_csv",
     "format_json",
     "format_table",
-    "make_accountant",
     "plan",
-    "strategy_for",
 ]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from dp_accounting import dp_event
 
     from minsep.framework.backend import Backend, RandomSource
+    from minsep.framework.parameters import CompareContext, CompareVariant, Parameter
     from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
 
@@ -171,6 +172,51 @@ class SamplingScheme(ABC):
     """
 
     registry_name: ClassVar[str]
+    #: The scheme's name in tables (``compare``); None: the registered name.
+    label: ClassVar[str | None] = None
+    #: Where the scheme's ``compare`` rows go in the table (smaller first).
+    compare_rank: ClassVar[int] = 50
+    #: Fields that ``from_rate`` computes from the rate (e.g. balls-in-bins' cycle length):
+    #: they are not options of ``from_rate``.
+    derived_from_rate: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """The options ``from_rate`` takes: the attrs fields less ``n_steps``, ``rate`` and
+        :attr:`derived_from_rate`, with kinds, defaults and the docstring's help.
+
+        They drive the option check of ``from_rate``, the ``minsep`` command-line flags and
+        ``minsep list``; override when ``from_rate`` takes other options than the fields.
+        """
+        from minsep.framework.parameters import parameters_of
+
+        return parameters_of(cls, cls.derived_from_rate)
+
+    @classmethod
+    def display_name(cls) -> str:
+        """:attr:`label`, else the registered name."""
+        return cls.label or str(getattr(cls, "registry_name", cls.__name__))
+
+    @classmethod
+    def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
+        """The rows ``compare`` evaluates for this scheme at ``context``.
+
+        Default: for every bands value k of the grid, the scheme with its defaults when it
+        needs no option, or one row per feasible min-sep b (k <= b <= 1/p0) when ``min_sep``
+        is its only required option; no rows when it needs other options (declare them here).
+        """
+        from minsep.framework.parameters import CompareVariant
+
+        required = {p.name for p in cls.parameters() if p.required}
+        if not required:
+            return [CompareVariant(bands=k) for k in context.bands]
+        if required == {"min_sep"}:
+            return [
+                CompareVariant(bands=k, options={"min_sep": b})
+                for k in context.bands
+                for b in context.min_seps[k]
+            ]
+        return []
 
     @classmethod
     def example(cls) -> SamplingScheme:
@@ -263,6 +309,9 @@ class Accountant(ABC):
     """
 
     registry_name: ClassVar[str]
+    #: The registry the class is registered in (set by ``Registry.register``); lets
+    #: :meth:`require` name the accountants that can, without importing the registries.
+    registry: ClassVar[Any]
 
     @classmethod
     def example(cls) -> Accountant:
@@ -296,9 +345,12 @@ class Accountant(ABC):
         reason = self.why_not(scheme, strategy)
         if reason is None:
             return
-        from minsep.framework.registries import accountants_supporting
-
-        able = accountants_supporting(scheme, strategy)
+        registry = getattr(type(self), "registry", None)
+        able = (
+            []
+            if registry is None
+            else [e.name for e in registry.entries() if e.cls().supports(scheme, strategy)]
+        )
         raise NotAccountableError(
             f"accountant {getattr(self, 'registry_name', type(self).__name__)!r} cannot "
             f"account scheme {scheme.name!r} with strategy "

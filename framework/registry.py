@@ -91,6 +91,7 @@ class Registry(Generic[T]):
                     )
                 self._entries[name] = Entry(name, cls, description or _first_line(cls))
                 cls.registry_name = name  # type: ignore[attr-defined]
+                cls.registry = self  # type: ignore[attr-defined]
             return cls
 
         return decorate

@@ -15,13 +15,14 @@ lists, so a step costs O(batch size), not O(N).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework.errors import InfeasibleError
 from minsep.framework.interfaces import PrivacyLossModel, Strategy
+from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import schemes
 from minsep.framework.validation import positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -61,6 +62,9 @@ class BMinSep(SchemeBase):
             everyone available (Algorithm 1).
     """
 
+    label: ClassVar[str | None] = "b-min-sep"
+    compare_rank: ClassVar[int] = 30
+
     n_steps: int = attrs.field(validator=positive_int())
     rate: float = attrs.field(validator=probability())
     min_sep: int = attrs.field(validator=positive_int())
@@ -73,6 +77,24 @@ class BMinSep(SchemeBase):
                 f"must be <= 1/min_sep = {1.0 / self.min_sep!r} (an example participates at "
                 "most once every min_sep steps)"
             )
+
+    @classmethod
+    def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
+        """Every feasible min-sep b for each bands value, then, as context, unamplified BandMF:
+        one participation per epoch (b = floor(1/p0)) accounted without amplification."""
+        amplified = super().compare_variants(context)
+        unamplified = [
+            CompareVariant(
+                bands=k,
+                options={"min_sep": context.epoch_length},
+                label="unamplified BandMF",
+                family="unamplified",
+                accountant="gaussian",
+                rank=90,
+            )
+            for k in context.bands
+        ]
+        return amplified + unamplified
 
     @classmethod
     def example(cls) -> BMinSep:

@@ -8,7 +8,7 @@ participates at steps s, s+T, s+2T, ... The Monte Carlo loss is exact for any nu
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -49,13 +49,17 @@ class BallsInBins(SchemeBase):
         cycle_length: T >= 1, so the participation rate is p0 = 1/T.
     """
 
+    label: ClassVar[str | None] = "balls-in-bins"
+    compare_rank: ClassVar[int] = 20
+    derived_from_rate: ClassVar[tuple[str, ...]] = ("cycle_length",)
+
     n_steps: int = attrs.field(validator=positive_int())
     cycle_length: int = attrs.field(validator=positive_int())
 
     @classmethod
     def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
         """Balls-in-bins with T = 1/rate (refused unless 1/rate is an integer within 1e-9)."""
-        check_options(cls, options, exclude=("n_steps", "cycle_length"))
+        check_options(cls, options)
         return cls(n_steps=n_steps, cycle_length=cycle_length_for(rate))
 
     @classmethod

@@ -137,8 +137,9 @@ class SchemeBase(SamplingScheme):
 
     @classmethod
     def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
-        """Build the scheme at participation rate ``rate`` (p0); see the class for options."""
-        check_options(cls, options, exclude=("n_steps", "rate"))
+        """Build the scheme at participation rate ``rate`` (p0); the options are
+        :meth:`parameters` (unknown or missing ones raise ConfigurationError by name)."""
+        check_options(cls, options)
         factory: Any = cls
         scheme: SamplingScheme = factory(n_steps=n_steps, rate=rate, **options)
         return scheme
@@ -158,13 +159,23 @@ class SchemeBase(SamplingScheme):
         raise NotAccountableError(f"scheme {self.name!r} has no exact PLD event under truncation")
 
 
-def check_options(cls: type, options: dict[str, Any], exclude: tuple[str, ...] = ()) -> None:
-    """Raise ConfigurationError for options that are not public fields of ``cls``."""
-    allowed = sorted({f.name for f in attrs.fields(cls)} - set(exclude))
+def check_options(cls: type[SamplingScheme], options: dict[str, Any]) -> None:
+    """Raise ConfigurationError for options that are not among ``cls.parameters()`` and for
+    required parameters that are missing, naming them and listing the scheme's parameters."""
+    declared = cls.parameters()
+    allowed = [p.name for p in declared]
+    name = getattr(cls, "registry_name", cls.__name__)
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        name = getattr(cls, "registry_name", cls.__name__)
         raise ConfigurationError(
             f"{name}.from_rate option(s) {', '.join(repr(u) for u in unknown)} are invalid: "
-            f"must be among {allowed}"
+            f"must be among {sorted(allowed)}"
+        )
+    missing = [p for p in declared if p.required and p.name not in options]
+    if missing:
+        raise ConfigurationError(
+            f"{name}.from_rate needs the option(s) "
+            f"{', '.join(repr(p.name) for p in missing)} (command line: "
+            f"{', '.join(p.flag for p in missing)}); its options: "
+            + "; ".join(p.describe() for p in declared)
         )

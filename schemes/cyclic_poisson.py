@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework.errors import InfeasibleError, NotAccountableError
 from minsep.framework.interfaces import Strategy
+from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import schemes
 from minsep.framework.validation import one_of, positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -47,10 +48,18 @@ class CyclicPoisson(SchemeBase):
             (independent uniform group per example).
     """
 
+    label: ClassVar[str | None] = "cyclic Poisson"
+    compare_rank: ClassVar[int] = 10
+
     n_steps: int = attrs.field(validator=positive_int())
     rate: float = attrs.field(validator=probability())
     min_sep: int = attrs.field(validator=positive_int())
     partition: str = attrs.field(default="equal", validator=one_of(*PARTITIONS))
+
+    @classmethod
+    def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
+        """b = k groups for k bands (one band is Poisson itself: the DP-SGD row)."""
+        return [CompareVariant(bands=k, options={"min_sep": k}) for k in context.bands if k > 1]
 
     def __attrs_post_init__(self) -> None:
         if self.rate * self.min_sep > 1.0 + _RATE_SLACK:

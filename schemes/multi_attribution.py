@@ -27,6 +27,7 @@ from scipy.optimize import brentq
 
 from minsep.framework.errors import ConfigurationError, InfeasibleError
 from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strategy
+from minsep.framework.parameters import Parameter
 from minsep.framework.registries import schemes
 from minsep.framework.validation import integer, positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -83,6 +84,25 @@ class MultiAttributionBase(SchemeBase):
                 f"{self.probability!r} and min_sep = {self.min_sep}: must be <= "
                 f"min(probability, 1/min_sep) = {bound!r}"
             )
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """``min_sep``, ``max_user_examples`` (required), ``probability`` or ``graph`` (one of
+        them), ``burn_in`` (default: see ``from_rate``)."""
+        fields = {p.name: p for p in super().parameters()}
+        return (
+            fields["min_sep"],
+            fields["max_user_examples"],
+            attrs.evolve(fields["probability"], required=False),
+            Parameter(
+                name="graph",
+                kind="object",
+                required=False,
+                help="an AttributionGraph: p is then solved so that E|B| = N p0 after burn-in "
+                "(instead of probability)",
+            ),
+            attrs.evolve(fields["burn_in"], default=None),
+        )
 
     @classmethod
     def example(cls) -> SamplingScheme:
@@ -255,6 +275,18 @@ class MultiAttributionParticipation(MultiAttributionBase):
     conjectured: ClassVar[bool] = True
 
     @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """Those of ``multi_attribution`` and ``calibration_seed`` (the bisection's seed)."""
+        seed = Parameter(
+            name="calibration_seed",
+            kind="int",
+            required=False,
+            default=0,
+            help="seed of the simulated batch sizes that solve p from a graph",
+        )
+        return (*super().parameters(), seed)
+
+    @classmethod
     def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
         """Build at participation rate p0 = ``rate``.
 
@@ -298,13 +330,10 @@ def _from_rate(
     solve: Callable[[Any, AttributionGraph, int], float],
 ) -> SamplingScheme:
     owner = cls.__name__
+    check_options(cls, options)
     options = dict(options)
     graph = options.pop("graph", None)
     seed = options.pop("calibration_seed", 0)
-    check_options(cls, options, exclude=("n_steps", "rate"))
-    for required in ("min_sep", "max_user_examples"):
-        if required not in options:
-            raise ConfigurationError(f"{owner}.from_rate needs the option {required!r}")
     default = _default_burn_in(options["min_sep"]) if default_burn_in is None else default_burn_in
     options.setdefault("burn_in", default)
     given = options.pop("probability", None)

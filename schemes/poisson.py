@@ -7,12 +7,13 @@ of the Poisson-subsampled Gaussian, exact by PLD; the Monte Carlo route is b-min
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework.interfaces import PrivacyLossModel, Strategy
+from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import schemes
 from minsep.framework.validation import positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -35,8 +36,16 @@ class Poisson(SchemeBase):
         rate: the sampling probability p0 in (0, 1] (= the marginal participation rate).
     """
 
+    label: ClassVar[str | None] = "DP-SGD (Poisson)"
+    compare_rank: ClassVar[int] = 0
+
     n_steps: int = attrs.field(validator=positive_int())
     rate: float = attrs.field(validator=probability())
+
+    @classmethod
+    def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
+        """DP-SGD (the identity, one band) whatever the bands grid: every table's baseline."""
+        return [CompareVariant(bands=1)]
 
     @classmethod
     def example(cls) -> Poisson:

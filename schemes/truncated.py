@@ -18,6 +18,7 @@ import numpy as np
 
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strategy
+from minsep.framework.parameters import Parameter, attribute_docs
 from minsep.framework.registries import schemes
 from minsep.framework.validation import positive_int
 from minsep.schemes._sampling import uniform_positions
@@ -67,23 +68,50 @@ class Truncated(SamplingScheme):
     dataset_size: int = attrs.field(validator=positive_int())
 
     @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """``base`` (a registered scheme name), ``max_batch_size``, ``dataset_size``; the
+        base's own options are passed on to its ``from_rate``."""
+        docs = attribute_docs(cls)
+        return (
+            Parameter(
+                name="base",
+                kind="str",
+                required=False,
+                default="b_min_sep",
+                help="the registered name of the scheme whose samples are truncated",
+            ),
+            Parameter("max_batch_size", "int", True, None, docs["max_batch_size"]),
+            Parameter("dataset_size", "int", True, None, docs["dataset_size"]),
+        )
+
+    @classmethod
     def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
         """Options: ``base`` (registered name, default ``"b_min_sep"``), ``max_batch_size``,
         ``dataset_size`` (both required) and the base's own ``from_rate`` options."""
         options = dict(options)
         base = options.pop("base", "b_min_sep")
-        missing = [k for k in ("max_batch_size", "dataset_size") if k not in options]
-        if missing:
-            raise ConfigurationError(
-                f"truncated.from_rate needs the option(s) {', '.join(map(repr, missing))}"
-            )
-        max_batch_size = options.pop("max_batch_size")
-        dataset_size = options.pop("dataset_size")
         if not isinstance(base, str):
             raise ConfigurationError(
                 f"truncated.from_rate option base = {base!r} is invalid: must be the registered "
                 "name of a scheme, e.g. 'b_min_sep'"
             )
+        own = [p for p in cls.parameters() if p.name != "base"]
+        allowed = {p.name for p in own} | {p.name for p in schemes.get(base).parameters()}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise ConfigurationError(
+                f"truncated.from_rate option(s) {', '.join(map(repr, unknown))} are invalid: "
+                f"must be among {sorted(allowed | {'base'})} (with base {base!r})"
+            )
+        missing = [p for p in own if p.required and p.name not in options]
+        if missing:
+            raise ConfigurationError(
+                "truncated.from_rate needs the option(s) "
+                f"{', '.join(repr(p.name) for p in missing)} (command line: "
+                f"{', '.join(p.flag for p in missing)})"
+            )
+        max_batch_size = options.pop("max_batch_size")
+        dataset_size = options.pop("dataset_size")
         inner = schemes.get(base).from_rate(n_steps, rate, **options)
         return cls(base=inner, max_batch_size=max_batch_size, dataset_size=dataset_size)
 

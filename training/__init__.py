@@ -12,11 +12,12 @@ Typical use::
     record = train(TrainingConfig(model="mlp"), data, run)
 """
 
+from minsep.framework.setup import select_accountant
 from minsep.training.clipping import clip_rows, clipped_sum
 from minsep.training.data import Dataset, load_digits, synthetic
 from minsep.training.models import MLP, Model, SoftmaxRegression, build_model
 from minsep.training.optim import LinearDecay, SGDMomentum
-from minsep.training.private import PrivateRun, make_accountant, select_accountant
+from minsep.training.private import PrivateRun
 from minsep.training.trainer import StepInfo, TrainingConfig, TrainingRecord, train
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "clip_rows",
     "clipped_sum",
     "load_digits",
-    "make_accountant",
     "select_accountant",
     "synthetic",
     "train",

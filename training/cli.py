@@ -23,22 +23,34 @@ import attrs
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.common import (
     add_setup_arguments,
-    build_accountant,
     build_scheme,
     build_strategy,
+    given_accountant_options,
     nonnegative_float,
     positive_float,
     positive_int,
 )
 from minsep.framework.errors import ConfigurationError
+from minsep.framework.interfaces import Accountant
+from minsep.framework.registries import accountants
+from minsep.framework.setup import (
+    AUTO,
+    PREFERENCE,
+    accountant_fields,
+    build_accountant,
+    select_accountant,
+)
 from minsep.training.data import Dataset, load_digits, synthetic
 from minsep.training.models import MODEL_NAMES
-from minsep.training.private import AUTO_ORDER, PrivateRun, select_accountant
+from minsep.training.private import PrivateRun
 from minsep.training.report import certificate_text, default_output, summarise, write_json
 from minsep.training.trainer import TrainingConfig, TrainingRecord, train
 
 #: Defaults that differ from the accounting commands' (a digits-sized training run).
 TRAIN_DEFAULTS: dict[str, Any] = {"steps": 500, "rate": 1 / 16, "delta": 1e-5}
+
+#: Options of the accounting commands that the training run uses too.
+TRAINING_SHARED = ("seed", "progress")
 
 #: Without ``--samples``, Monte Carlo verifies at base delta >= delta / this (fewest samples
 #: that give a usable certificate; more samples give a smaller certified sigma).
@@ -62,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     privacy.add_argument(
         "--accountant",
         default="auto",
-        help=f"accountant calibrating sigma: auto (first of {', '.join(AUTO_ORDER)} that "
+        help=f"accountant calibrating sigma: auto (first of {', '.join(PREFERENCE)} that "
         "supports the scheme and strategy) or a registered name",
     )
     privacy.add_argument(
@@ -121,11 +133,20 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
         raise ConfigurationError(
             "train: --epsilon is required (a number >= 0) unless --non-private is given"
         )
-    if args.samples is None:
-        args = argparse.Namespace(**{**vars(args), "samples": default_samples(args.delta)})
-    accountant = select_accountant(
-        args.accountant, scheme, strategy, factory=lambda name: build_accountant(args, name)
-    )
+    # A named accountant refuses Monte Carlo options it does not take; with "auto" they apply
+    # to whichever accountant takes them. --seed and --progress also drive the training run,
+    # so they are never refused.
+    given = given_accountant_options(args)
+    shared = {k: given.pop(k) for k in TRAINING_SHARED if k in given}
+
+    def factory(name: str) -> Accountant:
+        fields = accountant_fields(accountants.get(name))
+        options = {**given, **{k: v for k, v in shared.items() if k in fields}}
+        if "samples" in fields:
+            options.setdefault("samples", default_samples(args.delta))
+        return build_accountant(name, options, strict=args.accountant != AUTO)
+
+    accountant = select_accountant(args.accountant, scheme, strategy, factory=factory)
     samples = getattr(accountant, "samples", None)
     detail = f" ({samples:,} samples; see --samples, --workers)" if samples else ""
     say(

@@ -15,23 +15,22 @@ which is the matrix mechanism ``C·x + σ·Z`` at clip norm 1 after scaling by 1
 
 from __future__ import annotations
 
-import inspect
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
 from minsep.framework.backend import Backend, RandomSource
-from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
-from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult
+from minsep.framework.setup import PREFERENCE
 from minsep.framework.validation import check_range
 
 #: The order ``accountant="auto"`` tries: exact first, then Monte Carlo, then unamplified.
-AUTO_ORDER = ("pld", "monte_carlo", "gaussian")
+AUTO_ORDER = PREFERENCE
 
 
 def _plain(value: Any) -> Any:
@@ -233,47 +232,3 @@ class PrivateRun:
             }
         )
         return described
-
-
-def make_accountant(name: str, **options: Any) -> Accountant:
-    """Instantiate the registered accountant ``name`` with the options its constructor takes.
-
-    Options it does not take (e.g. ``samples`` for an exact accountant) are dropped, so one
-    set of CLI options serves every accountant.
-    """
-    cls = accountants.get(name)
-    params = inspect.signature(cls).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    kept = {k: v for k, v in options.items() if v is not None and (takes_any or k in params)}
-    return cls(**kept)
-
-
-def select_accountant(
-    name: str,
-    scheme: SamplingScheme,
-    strategy: Strategy,
-    factory: Callable[[str], Accountant] = make_accountant,
-) -> Accountant:
-    """The accountant called ``name`` (built by ``factory``), or for ``"auto"`` the first of
-    :data:`AUTO_ORDER` that supports ``(scheme, strategy)``.
-
-    Raises NotAccountableError (with each candidate's reason) when none supports the pair.
-    """
-    if name != "auto":
-        accountant = factory(name)
-        accountant.require(scheme, strategy)
-        return accountant
-    reasons = []
-    for candidate in AUTO_ORDER:
-        if candidate not in accountants:
-            continue
-        accountant = factory(candidate)
-        reason = accountant.why_not(scheme, strategy)
-        if reason is None:
-            return accountant
-        reasons.append(f"{candidate}: {reason}")
-    raise NotAccountableError(
-        f"no accountant supports scheme {scheme.name!r} with {strategy.bands} bands ("
-        + "; ".join(reasons)
-        + ")"
-    )

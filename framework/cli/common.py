@@ -1,43 +1,48 @@
 """Argument handling shared by the accounting commands (``epsilon``, ``calibrate``, ``compare``).
 
 :func:`add_setup_arguments` adds the options that describe one accounting question (scheme,
-steps, rate, strategy bands, delta, backend, samples, seed, ``--json``); :func:`build_scheme`,
-:func:`build_strategy` and :func:`build_accountant` turn the parsed arguments into objects
-through the registries, so every registered implementation is reachable by name and the CLI
-never imports ``schemes``, ``strategies`` or ``accountants`` directly.
+steps, rate, strategy bands, delta, backend, samples, seed, ``--json``). The scheme options are
+not written here: they are generated from the registry, one flag per parameter that a registered
+scheme declares (``SamplingScheme.parameters()``: ``--min-sep``, ``--warm-start``,
+``--max-batch-size``, ...), plus ``--param KEY=VALUE`` for anything else, so a plugin scheme's
+own options work without any edit to the CLI. :func:`build_scheme`, :func:`build_strategy` and
+:func:`build_accountant` go through :mod:`minsep.framework.setup`, the one setup path.
 
-Only options the user actually gave are forwarded to ``from_rate`` (``min_sep``,
-``warm_start``, ``dataset_size``, ``max_batch_size``), so a family that does not take an option
-is only asked about it when the user set it, and then refuses it by name.
+Only options the user actually gave are forwarded to ``from_rate``, so a family that does not
+take an option is only asked about it when the user set it, and then refuses it by name; the
+accountant likewise refuses Monte Carlo options it does not take instead of ignoring them.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import attrs
-
+from minsep.framework import setup
 from minsep.framework.backend import BACKEND_NAMES
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
-from minsep.framework.registries import accountants, schemes, strategies
+from minsep.framework.parameters import CLI_KINDS, Parameter
+from minsep.framework.registries import schemes
 from minsep.framework.results import Result
 
-#: Registered strategy used for ``--bands k`` with k >= 2 (MSE-optimal BandMF).
-BANDED_STRATEGY = "banded_toeplitz"
-#: Registered strategy used for ``--bands 1`` (DP-SGD).
-IDENTITY_STRATEGY = "identity"
-
-#: ``--option`` destination -> ``from_rate`` keyword of the scheme family.
-_SCHEME_OPTIONS = {
-    "min_sep": "min_sep",
-    "dataset_size": "dataset_size",
-    "max_batch_size": "max_batch_size",
-}
+__all__ = [
+    "accountant_options",
+    "add_scheme_arguments",
+    "add_setup_arguments",
+    "build_accountant",
+    "build_scheme",
+    "build_strategy",
+    "fmt",
+    "given_accountant_options",
+    "print_json",
+    "scheme_options",
+    "warn",
+]
 
 #: ``--executor`` choices: ``montecarlo.executors.EXECUTOR_KINDS``, spelled out so that the CLI
 #: starts without importing the engine (a test keeps the two equal).
@@ -129,11 +134,11 @@ def nonnegative_float(text: str) -> float:
 def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options describing one accounting setup (shared by epsilon/calibrate/compare).
 
-    Scheme: ``--scheme --steps --rate --min-sep --cold-start --dataset-size --max-batch-size``;
-    strategy: ``--bands`` (1 = identity, k >= 2 = MSE-optimal banded Toeplitz); question:
-    ``--delta``; Monte Carlo: ``--backend --samples --pilot-samples --seed --workers
-    --executor --scheduler --checkpoint --checkpoint-interval --chunk-size
-    --progress/--no-progress``; output: ``--json``.
+    Scheme: ``--scheme --steps --rate`` and the registered schemes' options
+    (:func:`add_scheme_arguments`); strategy: ``--bands`` (1 = identity, k >= 2 = MSE-optimal
+    banded Toeplitz); question: ``--delta``; Monte Carlo: ``--backend --samples
+    --pilot-samples --seed --workers --executor --scheduler --checkpoint --checkpoint-interval
+    --chunk-size --progress/--no-progress``; output: ``--json``.
     """
     setup = parser.add_argument_group("setup")
     setup.add_argument("--scheme", default="b_min_sep", help="registered scheme name")
@@ -146,22 +151,12 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         default=1 / 256,
         help="participation rate p0 = expected batch size / dataset size (e.g. 1/256)",
     )
-    setup.add_argument("--min-sep", type=positive_int, help="minimum separation b")
     setup.add_argument(
         "--bands",
         type=positive_int,
         default=1,
         help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD)",
     )
-    setup.add_argument(
-        "--cold-start",
-        action="store_true",
-        help="start the sampler cold (Algorithm 1) instead of warm (Algorithm 2)",
-    )
-    setup.add_argument(
-        "--dataset-size", type=positive_int, help="public dataset size (truncated schemes)"
-    )
-    setup.add_argument("--max-batch-size", type=positive_int, help="truncate batches to this size")
     setup.add_argument(
         "--delta", type=_probability, default=1e-3, help="target delta (default 1e-3)"
     )
@@ -208,68 +203,169 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         help="show a progress bar (default: only on a terminal)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_scheme_arguments(parser)
+
+
+def _scheme_parameters() -> dict[str, Parameter]:
+    """Every command-line settable parameter of the registered schemes, by name (first
+    declaration wins; the scheme's own validator checks the value)."""
+    found: dict[str, Parameter] = {}
+    for entry in schemes.entries():
+        for parameter in entry.cls.parameters():
+            if parameter.kind in CLI_KINDS and parameter.name not in found:
+                found[parameter.name] = parameter
+    return found
+
+
+def _users(name: str) -> str:
+    return ", ".join(
+        e.name for e in schemes.entries() if any(p.name == name for p in e.cls.parameters())
+    )
+
+
+def _parse_int(text: str) -> int:
+    try:
+        value = float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer")
+    return int(value)
+
+
+def _parse_float(text: str) -> float:
+    try:
+        return float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number") from None
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {"int": _parse_int, "float": _parse_float, "str": str}
+
+
+def add_scheme_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per command-line settable parameter of the registered schemes, and
+    ``--param KEY=VALUE`` (repeatable) for any ``from_rate`` option.
+
+    Flags default to None (not given); booleans get ``--x/--no-x``. ``--cold-start`` is
+    kept as the short form of ``--no-warm-start``.
+    """
+    group = parser.add_argument_group("scheme options (of the registered schemes)")
+    # The command's own flags win over a same-named scheme parameter (use --param for it).
+    taken = {a.dest for a in parser._actions} | {
+        flag for a in parser._actions for flag in a.option_strings
+    }
+    for name, parameter in _scheme_parameters().items():
+        if name in taken or parameter.flag in taken:
+            continue
+        text = f"{parameter.help} [{_users(name)}]".strip()
+        if parameter.kind == "bool":
+            group.add_argument(
+                parameter.flag,
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=text,
+            )
+        else:
+            group.add_argument(
+                parameter.flag,
+                dest=name,
+                type=_PARSERS[parameter.kind],
+                default=None,
+                metavar=parameter.kind.upper(),
+                help=text,
+            )
+    if "warm_start" in _scheme_parameters() and "--cold-start" not in taken:
+        group.add_argument(
+            "--cold-start",
+            dest="warm_start",
+            action="store_const",
+            const=False,
+            help="same as --no-warm-start: start cold (Algorithm 1)",
+        )
+    group.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any from_rate option of the scheme, e.g. --param min_sep=8 (repeatable)",
+    )
+
+
+def _literal(text: str) -> Any:
+    """``8`` -> 8, ``0.5``/``1/4`` -> float, ``true``/``false`` -> bool, else the text."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        return text
 
 
 def scheme_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The scheme options the user gave, as ``from_rate`` keywords."""
+    """The scheme options the user gave (flags and ``--param``), as ``from_rate`` keywords."""
     options: dict[str, Any] = {}
-    for dest, keyword in _SCHEME_OPTIONS.items():
-        value = getattr(args, dest, None)
+    for name in _scheme_parameters():
+        value = getattr(args, name, None)
         if value is not None:
-            options[keyword] = value
-    if getattr(args, "cold_start", False):
-        options["warm_start"] = False
+            options[name] = value
+    for item in getattr(args, "param", None) or []:
+        key, sep, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key.isidentifier():
+            raise ConfigurationError(
+                f"--param {item!r} is invalid: must be KEY=VALUE, e.g. --param min_sep=8"
+            )
+        if key in options:
+            raise ConfigurationError(
+                f"--param {item!r} is invalid: option {key!r} is already given"
+            )
+        options[key] = _literal(text)
     return options
 
 
 def build_scheme(args: argparse.Namespace, name: str | None = None) -> SamplingScheme:
-    """``schemes.get(name).from_rate(steps, rate, **options given)``; ``name`` defaults to
-    ``--scheme``."""
-    cls = schemes.get(name or args.scheme)
-    return cls.from_rate(args.steps, args.rate, **scheme_options(args))
+    """The scheme ``name`` (default ``--scheme``) at ``--steps`` and ``--rate`` with the
+    options given."""
+    return setup.build_scheme(name or args.scheme, args.steps, args.rate, scheme_options(args))
 
 
 def build_strategy(args: argparse.Namespace) -> Strategy:
     """The identity for ``--bands 1``, else the MSE-optimal banded Toeplitz with k bands."""
-    bands = int(getattr(args, "bands", 1) or 1)
-    if bands == 1:
-        return strategies.get(IDENTITY_STRATEGY).for_steps(args.steps)
-    return strategies.get(BANDED_STRATEGY).for_steps(args.steps, bands=bands)
+    return setup.build_strategy(args.steps, int(getattr(args, "bands", 1) or 1))
 
 
-def accountant_options(cls: type[Accountant], args: argparse.Namespace) -> dict[str, Any]:
-    """The Monte Carlo options the user gave that ``cls`` has as attrs fields."""
-    fields = {f.name for f in attrs.fields(cls)} if attrs.has(cls) else set()
+def given_accountant_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Monte Carlo options the user gave, as accountant field names."""
     options: dict[str, Any] = {}
     for dest, field in _ACCOUNTANT_OPTIONS.items():
         value = getattr(args, dest, None)
-        if value is not None and field in fields:
+        if value is not None:
             options[field] = value
     return options
 
 
-def build_accountant(args: argparse.Namespace, name: str | None = None) -> Accountant:
+def accountant_options(cls: type[Accountant], args: argparse.Namespace) -> dict[str, Any]:
+    """The Monte Carlo options the user gave that ``cls`` takes."""
+    fields = set(setup.accountant_fields(cls))
+    return {k: v for k, v in given_accountant_options(args).items() if k in fields}
+
+
+def build_accountant(
+    args: argparse.Namespace, name: str | None = None, *, strict: bool = True
+) -> Accountant:
     """The accountant ``name`` (default ``--accountant``, else ``monte_carlo``) configured from
-    the Monte Carlo options it takes; options it does not take are ignored."""
+    the Monte Carlo options given; with ``strict`` an option it does not take is refused."""
     chosen = name or getattr(args, "accountant", None) or "monte_carlo"
-    cls = accountants.get(chosen)
-    return cls(**accountant_options(cls, args))
+    return setup.build_accountant(chosen, given_accountant_options(args), strict=strict)
 
 
 def print_json(result: Result) -> None:
     """Print ``result`` as indented JSON on stdout."""
     print(result.to_json(indent=2))
-
-
-def fmt(value: float | None, digits: int = 6) -> str:
-    """A float for humans: ``inf``/``-`` aware, ``digits`` significant digits."""
-    if value is None:
-        return "-"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.{digits}g}"
-
-
-def warn(message: str) -> None:
-    """One line on stderr."""
-    print(f"minsep: {message}", file=sys.stderr)

@@ -10,7 +10,6 @@ from minsep.framework.cli.command import Command
 from minsep.framework.cli.common import parse_rate, positive_float, positive_int
 from minsep.framework.compare import (
     DEFAULT_EPSILON,
-    FAMILIES,
     ComparisonRow,
     ComparisonSetup,
     Progress,
@@ -74,8 +73,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     grid.add_argument(
         "--schemes",
         type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()),
-        default=FAMILIES,
-        help=f"families to include (default all: {','.join(FAMILIES)})",
+        default=None,
+        help="row families to include, e.g. poisson,b_min_sep,unamplified (default: every "
+        "registered scheme's rows)",
     )
     mc = parser.add_argument_group("Monte Carlo")
     mc.add_argument(
@@ -168,8 +168,8 @@ def _run(args: argparse.Namespace) -> int:
 
 command = Command(
     "compare",
-    "compare sampling schemes (DP-SGD, cyclic Poisson, balls-in-bins, b-min-sep, unamplified) "
-    "at one setup",
+    "compare every registered sampling scheme (DP-SGD, cyclic Poisson, balls-in-bins, "
+    "b-min-sep, unamplified, plugins) at one setup",
     _add_arguments,
     _run,
 )

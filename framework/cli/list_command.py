@@ -36,7 +36,10 @@ def _run(args: argparse.Namespace) -> int:
             print("  (none registered)")
         width = max((len(n) for n in entries), default=0)
         for name, description in entries.items():
-            print(f"  {name:<{width}}  {description}")
+            print(f"  {name:<{width}}  {description.replace('``', '')}")
+            if title == "schemes":
+                for parameter in schemes.get(name).parameters():
+                    print(f"  {'':<{width}}    {parameter.flag} {parameter.describe()}")
     return 0
 
 

@@ -18,8 +18,9 @@ from minsep.accountants.gaussian import GaussianAccountant, gaussian_delta
 from minsep.accountants.pld import PLDAccountant, conservative_sigma
 from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import SamplingScheme, Strategy
-from minsep.framework.registries import accountants, accountants_supporting
+from minsep.framework.registries import accountants
 from minsep.framework.results import Result
+from minsep.framework.setup import accountants_supporting
 from tests.contracts.base import AccountantContract
 from tests.unit.accountants_exact_toys import (
     BANDED,

@@ -16,9 +16,9 @@ from minsep.accountants.pld import PLDAccountant
 from minsep.framework import compare as cc
 from minsep.framework.cli.main import main
 from minsep.framework.compare import (
-    FAMILIES,
     ComparisonRow,
     ComparisonSetup,
+    available_families,
     compare,
     format_csv,
     format_json,
@@ -28,6 +28,7 @@ from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Accountant
 from minsep.framework.registries import accountants, schemes
 from minsep.framework.results import CalibrationResult
+from minsep.framework.setup import build_strategy
 
 # A tiny setup: 32 steps at p0 = 1/8; exact families only unless a test asks for more.
 EXACT = ("poisson", "cyclic_poisson", "unamplified")
@@ -107,7 +108,7 @@ def test_calibrated_rows_match_the_accountants(exact_rows: list[ComparisonRow]) 
         )
         options = {"cyclic_poisson": {"min_sep": bands}, "unamplified": {"min_sep": 8}}
         scheme = schemes.get(scheme_name).from_rate(32, 1 / 8, **options.get(family, {}))
-        strategy = cc.strategy_for(32, bands)
+        strategy = build_strategy(32, bands)
         accountant: Accountant = (
             GaussianAccountant() if family == "unamplified" else PLDAccountant()
         )
@@ -135,7 +136,7 @@ def test_fixed_sigma_reports_certified_epsilon() -> None:
     assert {r.sigma for r in rows} == {1.3}
     poisson = next(r for r in rows if r.family == "poisson")
     expected = PLDAccountant().epsilon(
-        schemes.get("poisson")(n_steps=32, rate=1 / 8), cc.strategy_for(32, 1), 1.3, 1e-3
+        schemes.get("poisson")(n_steps=32, rate=1 / 8), build_strategy(32, 1), 1.3, 1e-3
     )
     assert poisson.epsilon == expected.certified_epsilon
     # More bands, same sigma: the unamplified sensitivity is the same (disjoint columns) but
@@ -186,12 +187,12 @@ class _Failing(Accountant):
 
 
 def test_uncertified_rows_are_kept_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = cc.make_accountant
+    real = cc.build_accountant
 
-    def make(name: str, options: Any) -> Accountant:
-        return _Failing() if name == "gaussian" else real(name, options)
+    def make(name: str, options: Any, strict: bool = True) -> Accountant:
+        return _Failing() if name == "gaussian" else real(name, options, strict=strict)
 
-    monkeypatch.setattr(cc, "make_accountant", make)
+    monkeypatch.setattr(cc, "build_accountant", make)
     setup = tiny(bands=(1, 2))
     rows = compare(setup)
     failed = [r for r in rows if r.family == "unamplified"]
@@ -220,9 +221,11 @@ class _Bottom(_Failing):
 
 
 def test_a_sweep_that_never_failed_is_noted(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = cc.make_accountant
+    real = cc.build_accountant
     monkeypatch.setattr(
-        cc, "make_accountant", lambda n, o: _Bottom() if n == "gaussian" else real(n, o)
+        cc,
+        "build_accountant",
+        lambda n, o, strict=True: _Bottom() if n == "gaussian" else real(n, o, strict=strict),
     )
     rows = compare(tiny(bands=(2,), families=("unamplified",)))
     assert len(rows) == 1 and rows[0].sigma == 1.0 and rows[0].epsilon == 2.0
@@ -330,6 +333,7 @@ def test_command_refuses_epsilon_with_sigma() -> None:
         main([*ARGS, "--epsilon", "1", "--sigma", "1"])
 
 
-def test_families_constant_covers_the_issue() -> None:
-    assert FAMILIES == ("poisson", "cyclic_poisson", "balls_in_bins", "b_min_sep", "unamplified")
+def test_registered_families_in_table_order() -> None:
+    families = available_families(ComparisonSetup(epsilon=2.0))
+    assert families == ("poisson", "cyclic_poisson", "balls_in_bins", "b_min_sep", "unamplified")
     assert math.isclose(ComparisonSetup(epsilon=2.0).epoch_length, 256.0)

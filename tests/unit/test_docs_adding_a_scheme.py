@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import attrs
 import numpy as np
 import pytest
 
+from minsep.framework.cli.main import main
 from minsep.framework.errors import ConfigurationError, InfeasibleError, NotAccountableError
 from minsep.framework.registries import schemes
 from tests.contracts.base import SchemeContract
@@ -86,3 +88,35 @@ def test_dp_event_refuses_banded_strategies(walkthrough: dict[str, Any]) -> None
     scheme = walkthrough["RandomReshuffling"].example()
     with pytest.raises(NotAccountableError, match="one band"):
         scheme.dp_event(TwoBands(), 1.0)
+
+
+def shell_commands() -> list[list[str]]:
+    """The ``minsep ...`` lines of the page's bash blocks, as argument lists."""
+    blocks = re.findall(r"```bash\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
+    lines = [line.strip() for block in blocks for line in block.splitlines()]
+    return [shlex.split(line)[1:] for line in lines if line.startswith("minsep ")]
+
+
+def test_the_cli_and_compare_work_with_no_other_edit(
+    walkthrough: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    commands = shell_commands()
+    assert [c[0] for c in commands] == ["list", "epsilon", "calibrate", "compare"]
+    outputs = {}
+    for argv in commands:
+        assert main(argv) == 0, argv
+        outputs[argv[0]] = capsys.readouterr().out
+    assert NAME in outputs["list"]
+    assert "accountant           pld (exact)" in outputs["epsilon"]
+    assert "sigma (certified)" in outputs["calibrate"]
+    rows = [line for line in outputs["compare"].splitlines() if line.startswith(NAME)]
+    assert len(rows) == 2  # one band (exact PLD) and two bands (unamplified Gaussian)
+    assert rows[0].split()[-1] == "pld" and rows[1].split()[-1] == "gaussian"
+
+
+def test_an_option_the_accountant_does_not_take_is_refused(
+    walkthrough: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*shell_commands()[1], "--samples", "100"]
+    assert main(argv) == 2
+    assert "does not take the option(s) --samples" in capsys.readouterr().err

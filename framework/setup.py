@@ -1,0 +1,143 @@
+"""One setup path: schemes, strategies and accountants built by name for every caller.
+
+The CLI commands, :mod:`minsep.framework.compare`, the trainer and the paper scripts all build
+their objects here, through the registries, so that a registered plugin is reachable from each
+of them and option handling is the same everywhere:
+
+- :func:`build_scheme`: ``schemes.get(name).from_rate(n_steps, rate, **options)``;
+- :func:`build_strategy`: the identity for one band, else the MSE-optimal banded Toeplitz
+  strategy (docs/math.md §8);
+- :func:`build_accountant`: the accountant with the options it takes; with ``strict`` (the CLI)
+  an option it does not take is refused by name instead of being dropped silently;
+- :func:`select_accountant`: the named accountant, or for ``"auto"`` the first of
+  :data:`PREFERENCE` that can account the pair (decided by the hooks, never by scheme type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.registries import accountants, schemes, strategies
+
+__all__ = [
+    "AUTO",
+    "BANDED_STRATEGY",
+    "IDENTITY_STRATEGY",
+    "PREFERENCE",
+    "accountant_fields",
+    "accountants_supporting",
+    "build_accountant",
+    "build_scheme",
+    "build_strategy",
+    "select_accountant",
+]
+
+#: Registered strategy for k >= 2 bands (MSE-optimal BandMF).
+BANDED_STRATEGY = "banded_toeplitz"
+#: Registered strategy for one band (DP-SGD).
+IDENTITY_STRATEGY = "identity"
+#: Accountants tried, in order, when none is named: exact first, then certified Monte Carlo,
+#: then the unamplified (always applicable, loosest) Gaussian bound.
+PREFERENCE: tuple[str, ...] = ("pld", "monte_carlo", "gaussian")
+#: The accountant name meaning "the first of PREFERENCE that can".
+AUTO = "auto"
+
+#: Builds a registered accountant by name.
+AccountantFactory = Callable[[str], Accountant]
+
+
+def build_scheme(
+    name: str, n_steps: int, rate: float, options: Mapping[str, Any] | None = None
+) -> SamplingScheme:
+    """The registered scheme ``name`` at participation rate p0 = ``rate``.
+
+    ``options`` are the family's ``from_rate`` options; unknown or missing ones raise a
+    ConfigurationError naming them (the scheme's ``parameters()``).
+    """
+    return schemes.get(name).from_rate(n_steps, rate, **dict(options or {}))
+
+
+def build_strategy(n_steps: int, bands: int) -> Strategy:
+    """The identity for ``bands == 1`` (DP-SGD), else the MSE-optimal banded Toeplitz."""
+    if bands == 1:
+        return strategies.get(IDENTITY_STRATEGY).for_steps(n_steps)
+    return strategies.get(BANDED_STRATEGY).for_steps(n_steps, bands=bands)
+
+
+def accountant_fields(cls: type[Accountant]) -> tuple[str, ...]:
+    """The options (attrs init fields) accountant class ``cls`` takes."""
+    if not attrs.has(cls):
+        return ()
+    return tuple(f.name for f in attrs.fields(cls) if f.init)
+
+
+def build_accountant(
+    name: str, options: Mapping[str, Any] | None = None, *, strict: bool = True
+) -> Accountant:
+    """The registered accountant ``name`` configured with ``options`` (None values skipped).
+
+    ``strict``: an option the accountant does not take raises ConfigurationError naming it
+    and the options it does take (what a user who typed it needs to know). Otherwise such
+    options are dropped, so one set of Monte Carlo options can serve every row of a
+    comparison.
+    """
+    cls = accountants.get(name)
+    taken = accountant_fields(cls)
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    unknown = sorted(set(given) - set(taken))
+    if unknown and strict:
+        flags = ", ".join("--" + u.replace("_", "-") for u in unknown)
+        raise ConfigurationError(
+            f"accountant {name!r} does not take the option(s) {flags}: they would be ignored. "
+            f"Its options: {', '.join(taken) if taken else 'none'}"
+        )
+    return cls(**{k: v for k, v in given.items() if k in taken})
+
+
+def accountants_supporting(
+    scheme: SamplingScheme, strategy: Strategy, options: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Names of the registered accountants that can account ``(scheme, strategy)``."""
+    return [
+        entry.name
+        for entry in accountants.entries()
+        if build_accountant(entry.name, options, strict=False).supports(scheme, strategy)
+    ]
+
+
+def select_accountant(
+    name: str,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+    factory: AccountantFactory | None = None,
+    preference: tuple[str, ...] = PREFERENCE,
+) -> Accountant:
+    """The accountant ``name`` (built by ``factory``), checked to support the pair; for
+    ``"auto"`` the first of ``preference`` that does.
+
+    Raises NotAccountableError with each candidate's reason when none can.
+    """
+    make: AccountantFactory = factory or (lambda n: build_accountant(n, strict=False))
+    if name != AUTO:
+        accountant = make(name)
+        accountant.require(scheme, strategy)
+        return accountant
+    reasons = []
+    for candidate in preference:
+        if candidate not in accountants:
+            continue
+        accountant = make(candidate)
+        reason = accountant.why_not(scheme, strategy)
+        if reason is None:
+            return accountant
+        reasons.append(f"{candidate}: {reason}")
+    raise NotAccountableError(
+        f"no accountant supports scheme {scheme.name!r} with {strategy.bands} bands ("
+        + "; ".join(reasons)
+        + ")"
+    )
