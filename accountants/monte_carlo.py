@@ -207,11 +207,19 @@ class MonteCarloAccountant(Accountant):
             checkpoint=self._checkpoint(),
         )
 
-    def _provenance(self, scheme: SamplingScheme, strategy: Strategy) -> dict[str, Any]:
+    def _provenance(
+        self, scheme: SamplingScheme, strategy: Strategy, model: PrivacyLossModel
+    ) -> dict[str, Any]:
+        backend = get_backend(self.backend)
         return {
             **self.provenance(scheme, strategy, "monte_carlo"),
-            "backend": get_backend(self.backend).name,
+            "backend": backend.name,
+            "kernels": model.kernel_set(backend),  # as seen by this process
         }
+
+    def _notes(self, model: PrivacyLossModel, notes: tuple[str, ...]) -> tuple[str, ...]:
+        """``notes`` and the model's kernel notes (e.g. that the slow array path ran)."""
+        return (*notes, *model.kernel_notes(get_backend(self.backend)))
 
     # -- questions ------------------------------------------------------------------------
 
@@ -236,9 +244,9 @@ class MonteCarloAccountant(Accountant):
             config=self._config(model),
         )
         return EpsilonResult(
-            **self._provenance(scheme, strategy),
+            **self._provenance(scheme, strategy, model),
             seconds=cert.seconds,
-            notes=cert.notes(),
+            notes=self._notes(model, cert.notes()),
             epsilon=cert.estimate,
             certified_epsilon=cert.certified,
             delta=float(delta),
@@ -268,9 +276,9 @@ class MonteCarloAccountant(Accountant):
             config=self._config(model),
         )
         return DeltaResult(
-            **self._provenance(scheme, strategy),
+            **self._provenance(scheme, strategy, model),
             seconds=cert.seconds,
-            notes=cert.notes(),
+            notes=self._notes(model, cert.notes()),
             delta=cert.estimate,
             certified_delta=cert.certified,
             epsilon=float(epsilon),
@@ -333,9 +341,9 @@ class MonteCarloAccountant(Accountant):
                 "sigma_low or widen the sweep)."
             )
         return CalibrationResult(
-            **self._provenance(scheme, strategy),
+            **self._provenance(scheme, strategy, model),
             seconds=time.perf_counter() - start,
-            notes=tuple(notes),
+            notes=self._notes(model, tuple(notes)),
             sigma=result.sigma,
             epsilon=float(epsilon),
             delta=float(delta),

@@ -91,6 +91,17 @@ class PrivacyLossModel(ABC):
         """The privacy loss ``L = sign(direction) * ln P/Q`` per sample (docs/math.md §1)."""
         return transcript.direction.sign * self.log_ratio(transcript, sigma)
 
+    def kernel_set(self, backend: Backend) -> str:
+        """Which code evaluates this model on ``backend`` in this process: ``"numba"``,
+        ``"cuda"`` or ``"array"`` (portable array code: the default for a model without
+        compiled kernels). Monte Carlo results record it."""
+        return "array"
+
+    def kernel_notes(self, backend: Backend) -> tuple[str, ...]:
+        """Notes for a result computed on ``backend`` (e.g. that a slower path ran, and how to
+        install the fast one); none by default."""
+        return ()
+
 
 class Strategy(ABC):
     """A strategy matrix C (lower-triangular, non-negative) given by its first column.

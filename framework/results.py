@@ -116,6 +116,7 @@ class EpsilonResult(Result):
     failure_probability: float = 0.0
     std_error: float | None = None
     backend: str | None = None
+    kernels: str | None = None  # "numba" | "cuda" | "array" (Monte Carlo)
     base_delta: float | None = None
     pilot_samples: int | None = None
 
@@ -138,6 +139,7 @@ class DeltaResult(Result):
     failure_probability: float = 0.0
     std_error: float | None = None
     backend: str | None = None
+    kernels: str | None = None  # "numba" | "cuda" | "array" (Monte Carlo)
     base_delta: float | None = None
     pilot_samples: int | None = None
 
@@ -163,4 +165,5 @@ class CalibrationResult(Result):
     failure_probability: float = 0.0
     base_delta: float | None = None
     backend: str | None = None
+    kernels: str | None = None  # "numba" | "cuda" | "array" (Monte Carlo)
     pilot_samples: int | None = None

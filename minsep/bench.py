@@ -38,6 +38,7 @@ import numpy as np
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.losses import BMinSepLossModel
+from minsep.schemes.losses.jit import KERNEL_SETS, array_path_note
 
 
 @attrs.frozen
@@ -361,12 +362,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--case", choices=("small", "large"), action="append",
                         help="only this case (repeatable)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--require-kernels",
+        choices=KERNEL_SETS,
+        default=None,
+        help="exit with status 3 (before measuring) unless this kernel set runs (a CI check)",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (2 if args.quick else 5)
     cases = list(QUICK if args.quick else FULL)
     if args.case:
         cases = [c for c, key in zip(cases, ("small", "large"), strict=True) if key in args.case]
     backend = get_backend(args.backend)
+    kernels = build_model(cases[0]).kernel_set(backend)
+    if args.require_kernels is not None and kernels != args.require_kernels:
+        print(
+            f"minsep.bench: kernel set {kernels!r} is in use, {args.require_kernels!r} was "
+            f"required ({array_path_note() if kernels == 'array' else 'backend ' + backend.name})",
+            file=sys.stderr,
+        )
+        return 3
     model_rows = [measure_model(case, backend, repeats, args.sigma) for case in cases]
     engine_rows = []
     workers = args.workers if backend.name == "numpy" else 1  # one GPU: no process pool
@@ -375,11 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure_engine(case, args.backend, workers, repeats, args.sigma) for case in cases
         ]
     if args.json:
-        print(json.dumps(_jsonable({"model": model_rows, "engine": engine_rows}), indent=2))
+        result = {"kernels": kernels, "model": model_rows, "engine": engine_rows}
+        print(json.dumps(_jsonable(result), indent=2))
     else:
-        print(f"minsep.bench: backend {backend.name}, {os.cpu_count()} CPUs visible, "
-              f"repeats {repeats}{', quick' if args.quick else ''}, load average "
-              f"{_load()} at start")  # fmt: skip
+        quick = ", quick" if args.quick else ""
+        print(f"minsep.bench: backend {backend.name}, kernels {kernels}, {os.cpu_count()} CPUs "
+              f"visible, repeats {repeats}{quick}, load average {_load()} at start")  # fmt: skip
         print(report(model_rows, engine_rows))
         print(f"\nload average {_load()} at end (other processes share these CPUs)")
     return 0

@@ -12,7 +12,7 @@ start, Algorithm 2). b = 1 with C = I is Poisson sampling: P/Q = prod_i (1 - p +
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -28,7 +28,7 @@ from minsep.schemes.losses.fields import (
     coefficients_validator,
 )
 from minsep.schemes.losses.fused import host_b_min_sep, host_noise
-from minsep.schemes.losses.jit import kernels_enabled
+from minsep.schemes.losses.jit import CompiledKernels, kernels_enabled
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
@@ -56,7 +56,7 @@ def b_min_sep_log_ratio(
 
 
 @attrs.frozen
-class BMinSepLossModel(PrivacyLossModel):
+class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
     """Dominating pair of b-min-sep subsampling with b-banded Toeplitz C (Theorem 5.1).
 
     Attributes:
@@ -77,6 +77,8 @@ class BMinSepLossModel(PrivacyLossModel):
     FFT), and per sigma one O(n) pass with one exp per step (the recursion in linear scale with
     renormalisation; rows that would leave the float64 range are redone in logs).
     """
+
+    has_cuda_kernel: ClassVar[bool] = True
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator

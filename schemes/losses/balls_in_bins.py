@@ -23,6 +23,7 @@ from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot
 from minsep.schemes.losses.fields import as_coefficients, coefficients_validator
 from minsep.schemes.losses.fused import correlated_noise
+from minsep.schemes.losses.jit import CompiledKernels
 from minsep.schemes.losses.transcript import BinsTranscript
 
 
@@ -76,7 +77,7 @@ def balls_in_bins_log_ratio(
 
 
 @attrs.frozen
-class BallsInBinsLossModel(PrivacyLossModel):
+class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
     """Dominating pair of balls-in-bins sampling (cycle length T) with banded Toeplitz C.
 
     Attributes:

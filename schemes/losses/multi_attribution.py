@@ -25,6 +25,7 @@ from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
 from minsep.schemes.losses.fields import as_coefficients, check_bands_fit, coefficients_validator
 from minsep.schemes.losses.fused import correlated_noise
+from minsep.schemes.losses.jit import CompiledKernels
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
@@ -70,7 +71,7 @@ def multi_attribution_log_ratio(
 
 
 @attrs.frozen
-class MultiAttributionLossModel(PrivacyLossModel):
+class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
     """Dominating pair of multi-attribution b-min-sep subsampling, Algorithm 3 (cold start).
 
     Attributes:

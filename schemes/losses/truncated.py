@@ -39,6 +39,7 @@ from minsep.schemes.losses.fields import (
     coefficients_validator,
 )
 from minsep.schemes.losses.fused import correlated_noise
+from minsep.schemes.losses.jit import CompiledKernels
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
@@ -93,7 +94,7 @@ def truncated_log_ratio(
 
 
 @attrs.frozen
-class TruncatedBMinSepLossModel(PrivacyLossModel):
+class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     """Dominating pair of truncated b-min-sep subsampling, given the public counts r_i.
 
     Attributes:
