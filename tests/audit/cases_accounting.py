@@ -253,6 +253,7 @@ def query_cases() -> list[Case]:
             _query("monte_carlo", "epsilon", 1.0, 1e-320, scheme=bms),
             "delta",
             "samples",
+            contains=("1e-320",),  # the user's value, not an internal delta_b = 0.0
         ),
         edge(
             a,
@@ -528,6 +529,7 @@ def engine_cases() -> list[Case]:
             lambda: m.base_delta(10**6, 1e-320),
             "delta",
             "m",
+            contains=("1e-320",),
             check=finite_positive,
         ),
         edge(

@@ -231,6 +231,11 @@ def cli_cases() -> list[Case]:
         ),
         bad("cli-checkpoint-empty-path", epsilon(checkpoint=""), "checkpoint"),
     ]
+    cases += [
+        # σ far too small for 8 steps: the losses leave the histogram, nothing can be certified;
+        # issue #13 §5 asks for a distinct exit status and the true reason
+        bad("cli-uncertified-exit-status", epsilon(sigma="0.05"), "certif"),
+    ]
     # -- compare ------------------------------------------------------------------------------
     compare = ("compare", "--steps", "8", "--rate", "1/4", "--sigma", "1", "--samples", "5000")
     cases += [

@@ -635,3 +635,73 @@ def trainer_cases() -> list[Case]:
             predicate("a config", lambda v: int(v.seed) == 3),
         ),
     ]
+
+
+def compare_cases() -> list[Case]:
+    """The comparison library's setup object and a tiny comparison."""
+    a = "compare"
+
+    def setup(**fields: Any) -> Callable[[], Any]:
+        def build() -> Any:
+            from minsep.framework.compare import ComparisonSetup
+
+            return ComparisonSetup(**{"n_steps": 8, "rate": 0.25, "sigma": 1.0, **fields})
+
+        return build
+
+    def tiny() -> Any:
+        from minsep.framework.compare import ComparisonSetup, compare
+
+        rows = compare(
+            ComparisonSetup(
+                n_steps=8,
+                rate=0.25,
+                sigma=1.0,
+                bands=(1,),
+                families=("poisson", "unamplified"),
+            )
+        )
+        return rows
+
+    def rows_sane(rows: Any) -> str | None:
+        if not rows:
+            return "no rows"
+        for row in rows:
+            eps = getattr(row, "epsilon", None)
+            if eps is not None and not (eps >= 0 and math.isfinite(eps)):
+                return f"row {row!r} has epsilon {eps!r}"
+        return None
+
+    return [
+        bad(a, "setup-n-steps-zero", setup(n_steps=0), "n_steps"),
+        bad(a, "setup-rate-nan", setup(rate=math.nan), "rate"),
+        bad(a, "setup-delta-one", setup(delta=1.0), "delta"),
+        bad(a, "setup-epsilon-and-sigma", setup(epsilon=2.0), "epsilon", "sigma"),
+        bad(a, "setup-neither-epsilon-nor-sigma", setup(sigma=None), "epsilon", "sigma"),
+        bad(a, "setup-bands-empty", setup(bands=()), "bands"),
+        bad(a, "setup-bands-string", setup(bands="1,4"), "bands"),
+        bad(a, "setup-bands-bool", setup(bands=(True,)), "bands"),
+        bad(a, "setup-min-seps-zero", setup(min_seps=(0,)), "min_seps"),
+        bad(a, "setup-families-empty", setup(families=()), "families"),
+        bad(a, "setup-families-unknown", setup(families=("dp_sgd",)), "families"),
+        bad(a, "setup-families-string", setup(families="poisson"), "families"),
+        bad(a, "setup-sigma-negative", setup(sigma=-1.0), "sigma"),
+        bad(a, "setup-accountant-options-unknown", lambda: _compare_with(samples=-5), "samples"),
+        good(a, "compare-tiny-exact", tiny, rows_sane),
+    ]
+
+
+def _compare_with(**options: Any) -> Any:
+    from minsep.framework.compare import ComparisonSetup, compare
+
+    return compare(
+        ComparisonSetup(
+            n_steps=8,
+            rate=0.25,
+            sigma=1.0,
+            bands=(1,),
+            families=("b_min_sep",),
+            min_seps=(2,),
+            accountant_options=options,
+        )
+    )

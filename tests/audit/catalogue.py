@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.audit.cases_accounting import accounting_cases
 from tests.audit.cases_cli import cli_cases, subprocess_cases
 from tests.audit.cases_setup import (
+    compare_cases,
     registry_cases,
     scheme_cases,
     strategy_cases,
@@ -80,6 +81,7 @@ def all_cases() -> list[Case]:
         *strategy_cases(),
         *registry_cases(),
         *trainer_cases(),
+        *compare_cases(),
         *accounting_cases(),
     ]
     unique_ids(cases)

@@ -4,8 +4,9 @@ A :class:`Case` is one input with its expected outcome class:
 
 * ``clear_error``: the input must be refused. Through the API: an exception of the
   ``MinsepError`` family whose message names the parameter (one of ``names``). Through the
-  CLI: a non-zero exit status, no ``Traceback``, exactly one ``error:`` line on stderr naming
-  the parameter, and with ``--json`` a JSON object with an ``"error"`` key on stdout.
+  CLI: a non-zero exit status, no ``Traceback``, one message line on stderr (the ``error:``
+  line, or the last line when none says "error") naming the parameter, and with ``--json`` a
+  JSON object with an ``"error"`` key on stdout.
 * ``valid``: the input must be accepted and give a sane answer (the case's ``check`` returns
   no problem; by default every number in a result is finite where it must be, and >= 0).
 * ``bounded``: either of the two above (inputs where refusing with a clear message and
@@ -167,9 +168,12 @@ def judge_cli(case: Case, code: int, stdout: str, stderr: str) -> Verdict:
         summary = _short(lines[-1] if lines else stderr or stdout, 110)
         if case.expect == VALID:
             return Verdict(False, f"exit {code} on a valid input: {summary}")
-        if len(lines) != 1:
+        if len(lines) > 1:
             return Verdict(False, f"exit {code} with {len(lines)} error lines: {summary}")
-        problem = names_ok(case, lines[0])
+        message = lines[0] if lines else (stderr.strip().splitlines() or [""])[-1]
+        if not message:
+            return Verdict(False, f"exit {code} with nothing on stderr")
+        problem = names_ok(case, message)
         if problem:
             return Verdict(False, f"exit {code}, but {problem}: {summary}")
         if wants_json:
