@@ -3,6 +3,7 @@ the trainer's configuration."""
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -552,7 +553,7 @@ def strategy_cases() -> list[Case]:
 
 def registry_cases() -> list[Case]:
     """Lookups by name."""
-    from minsep.framework import registries
+    registries: Any = importlib.import_module("minsep.framework.registries")
 
     a = "registry"
 

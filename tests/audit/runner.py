@@ -29,6 +29,7 @@ import json
 import multiprocessing
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -291,6 +292,7 @@ def _run_cli_here(case: Case) -> Verdict:
 
 
 def _worker(case: Case, conn: Any) -> None:
+    os.setsid()  # its own process group: a timeout ends the worker and anything it started
     _limit_memory()
     try:
         verdict = _run_cli_here(case) if case.kind == "cli" else judge_api(case)
@@ -327,8 +329,8 @@ def _run_forked(case: Case) -> Verdict:
         else:
             return Verdict(False, f"hang: no answer within {case.timeout:g} s")
     finally:
-        if process.is_alive():
-            process.kill()
+        if process.is_alive() and process.pid is not None:
+            _kill_group(process.pid)
         process.join(5)
         receive.close()
     code = process.exitcode
@@ -336,24 +338,33 @@ def _run_forked(case: Case) -> Verdict:
     return Verdict(False, f"worker crashed ({how}) without an answer")
 
 
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (a worker or process this module started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 def _run_subprocess(case: Case) -> Verdict:
     env = dict(os.environ, PYTHONWARNINGS="error::RuntimeWarning")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minsep", *case.argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,  # its own process group, ended as a whole on a timeout
+        preexec_fn=_limit_memory,  # the memory cap; nothing else runs between fork and exec
+    )
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "minsep", *case.argv],
-            capture_output=True,
-            text=True,
-            timeout=case.timeout,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            preexec_fn=_limit_memory,  # the memory cap; nothing runs between fork and exec
-            check=False,
-        )
+        stdout, stderr = process.communicate(timeout=case.timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        process.communicate()
         return Verdict(False, f"hang: no exit within {case.timeout:g} s")
-    if done.returncode < 0:
-        return Verdict(False, f"killed by signal {-done.returncode}")
-    return judge_cli(case, done.returncode, done.stdout, done.stderr)
+    if process.returncode < 0:
+        return Verdict(False, f"killed by signal {-process.returncode}")
+    return judge_cli(case, process.returncode, stdout, stderr)
 
 
 def run_case(case: Case) -> Verdict:
@@ -370,12 +381,14 @@ def warm_up() -> None:
     from minsep.framework.montecarlo import EngineConfig, sample
     from minsep.framework.registries import accountants, schemes, strategies
 
+    lookup: Any = schemes.get  # registries return base classes; these are concrete
+    make: Any = strategies.get
     build_parser()  # imports every command module, plugins included
     for registry in (accountants, schemes, strategies):
         registry.names()
 
-    scheme = schemes.get("b_min_sep")(n_steps=4, rate=0.25, min_sep=2)
-    for strategy in (strategies.get("identity")(), strategies.get("banded_toeplitz")((1.0, 0.5))):
+    scheme = lookup("b_min_sep")(n_steps=4, rate=0.25, min_sep=2)
+    for strategy in (make("identity")(), make("banded_toeplitz")((1.0, 0.5))):
         sample(
             scheme.loss_model(strategy),
             [1.0],
