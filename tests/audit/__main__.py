@@ -1,7 +1,7 @@
 """``python -m tests.audit``: run every audit case, print a table and the counts.
 
-Options: ``-k TEXT`` runs the cases whose id contains TEXT; ``-v`` adds each case's note.
-Exit status 1 when any case fails.
+Options: ``-k TEXT`` runs the cases whose id contains TEXT; ``--failures`` prints only the
+failing rows. Exit status 1 when any case fails.
 """
 
 from __future__ import annotations

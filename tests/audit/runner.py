@@ -81,7 +81,7 @@ class Case:
         contains: an error message must contain all of these as well (e.g. "did you mean").
         check: extra check of a returned value / parsed JSON output / CLI stdout.
         timeout: the deadline in seconds.
-        note: why the case is there (shown by ``python -m tests.audit -v``).
+        note: why the case is there (for readers of the catalogue).
     """
 
     id: str
