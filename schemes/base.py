@@ -24,7 +24,7 @@ import numpy as np
 
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import SamplingScheme, Strategy
-from minsep.framework.validation import check_range
+from minsep.framework.validation import check_keywords, check_range
 
 if TYPE_CHECKING:
     from dp_accounting.dp_event import DpEvent
@@ -139,6 +139,7 @@ class SchemeBase(SamplingScheme):
     def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
         """Build the scheme at participation rate ``rate`` (p0); see the class for options."""
         check_options(cls, options, exclude=("n_steps", "rate"))
+        check_keywords(cls, options, owner=cls.registered_name(), given=("n_steps", "rate"))
         factory: Any = cls
         scheme: SamplingScheme = factory(n_steps=n_steps, rate=rate, **options)
         return scheme
