@@ -86,27 +86,43 @@ class MonteCarloAccountant(Accountant):
         sigma_low, sigma_high: the range the calibration pilot searches.
     """
 
-    samples: int = attrs.field(default=1_000_000, validator=v.integer(low=100))
-    pilot_samples: int | None = attrs.field(default=None, validator=v.optional(v.integer(low=100)))
-    seed: int | None = attrs.field(default=None, validator=v.optional(v.integer(low=0)))
+    samples: int = attrs.field(
+        default=1_000_000, converter=v.plain_number, validator=v.integer(low=100)
+    )
+    pilot_samples: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=100))
+    )
+    seed: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=0))
+    )
     backend: str = attrs.field(default="numpy", validator=v.one_of(*BACKEND_NAMES))
     chunk_size: int | None = attrs.field(
-        default=None, validator=v.optional(v.integer(low=1, high=1 << 24))
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=1, high=1 << 24))
     )
-    workers: int = attrs.field(default=1, validator=v.integer(low=1, high=1024))
+    workers: int = attrs.field(
+        default=1, converter=v.plain_number, validator=v.integer(low=1, high=1024)
+    )
     executor: str | None = attrs.field(
         default=None, validator=v.optional(v.one_of(*EXECUTOR_KINDS))
     )
     scheduler: str | None = None
     checkpoint: str | None = None
-    checkpoint_interval: float = attrs.field(default=60.0, validator=v.number(low=0.0))
+    checkpoint_interval: float = attrs.field(
+        default=60.0, converter=v.plain_number, validator=v.number(low=0.0)
+    )
     progress: bool | None = None
     sweep_ratio: float = attrs.field(
-        default=1.01, validator=v.number(low=1.0, high=2.0, low_open=True)
+        default=1.01, converter=v.plain_number, validator=v.number(low=1.0, high=2.0, low_open=True)
     )
-    sweep_size: int = attrs.field(default=24, validator=v.integer(low=2, high=10_000))
-    sigma_low: float = attrs.field(default=2.0**-4, validator=v.positive())
-    sigma_high: float = attrs.field(default=2.0**8, validator=v.positive())
+    sweep_size: int = attrs.field(
+        default=24, converter=v.plain_number, validator=v.integer(low=2, high=10_000)
+    )
+    sigma_low: float = attrs.field(
+        default=2.0**-4, converter=v.plain_number, validator=v.positive()
+    )
+    sigma_high: float = attrs.field(
+        default=2.0**8, converter=v.plain_number, validator=v.positive()
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.sigma_high <= self.sigma_low:

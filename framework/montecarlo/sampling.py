@@ -150,7 +150,7 @@ class ChunkTask:
     model: PrivacyLossModel
     sigmas: tuple[float, ...] = attrs.field(converter=_floats, validator=_positive_sigmas)
     n_samples: int = attrs.field(validator=v.positive_int())
-    seed: int = attrs.field(validator=_check_seed)
+    seed: int = attrs.field(converter=v.plain_number, validator=_check_seed)
     stream: int = attrs.field(default=PILOT_STREAM, validator=v.integer(low=0))
     checks: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_finite_checks)
     directions: tuple[Direction, ...] = attrs.field(
