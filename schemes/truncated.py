@@ -75,7 +75,8 @@ class Truncated(SamplingScheme):
         missing = [k for k in ("max_batch_size", "dataset_size") if k not in options]
         if missing:
             raise ConfigurationError(
-                f"truncated.from_rate needs the option(s) {', '.join(map(repr, missing))}"
+                f"truncated.from_rate needs the option(s) {', '.join(map(repr, missing))}",
+                parameter=missing[0],
             )
         max_batch_size = options.pop("max_batch_size")
         dataset_size = options.pop("dataset_size")
