@@ -10,11 +10,14 @@ of :mod:`minsep.framework.montecarlo.evr` (epsilon, delta) and
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -43,6 +46,7 @@ from minsep.framework.montecarlo import (
     get_executor,
     locate_sigma,
 )
+from minsep.framework.montecarlo.checkpoint import writable_folder_problem
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
@@ -50,6 +54,20 @@ __all__ = ["MonteCarloAccountant"]
 
 #: Target size of one transcript array per chunk (float64 values): chunk = this / n_steps.
 _VALUES_PER_CHUNK = 1 << 23
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _holding_checkpoint(method: F) -> F:
+    """Run an accountant question while holding its checkpoint (when one is set)."""
+
+    @functools.wraps(method)
+    def wrapper(self: MonteCarloAccountant, *args: Any, **kwargs: Any) -> Any:
+        with self._hold_checkpoint():
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -135,6 +153,12 @@ class MonteCarloAccountant(Accountant):
             self.checkpoint and Path(self.checkpoint).parent.is_dir()
         ):
             raise v.fail(self, "checkpoint", self.checkpoint, "a file path in an existing folder")
+        if self.checkpoint is not None:
+            problem = writable_folder_problem(self.checkpoint)
+            if problem is not None:
+                raise v.fail(
+                    self, "checkpoint", self.checkpoint, f"a file in a writable folder ({problem})"
+                )
         self._executor()  # validates the scheduler address; needs dask for "dask"
 
     @classmethod
@@ -208,6 +232,11 @@ class MonteCarloAccountant(Accountant):
             return None
         return Checkpoint(self.checkpoint, every_seconds=self.checkpoint_interval)
 
+    def _hold_checkpoint(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the checkpoint's lock for a whole question (its stages, its seed lookup)."""
+        checkpoint = self._checkpoint()
+        return contextlib.nullcontext() if checkpoint is None else checkpoint.locked()
+
     def _pilot(self) -> int:
         return self.pilot_samples or max(self.samples // 4, 1000)
 
@@ -231,6 +260,7 @@ class MonteCarloAccountant(Accountant):
 
     # -- questions ------------------------------------------------------------------------
 
+    @_holding_checkpoint
     def epsilon(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
     ) -> EpsilonResult:
@@ -267,6 +297,7 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=cert.pilot_samples,
         )
 
+    @_holding_checkpoint
     def delta(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
     ) -> DeltaResult:
@@ -299,6 +330,7 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=cert.pilot_samples,
         )
 
+    @_holding_checkpoint
     def calibrate(
         self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
     ) -> CalibrationResult:
@@ -364,6 +396,7 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
         )
 
+    @_holding_checkpoint
     def curve(
         self,
         scheme: SamplingScheme,
