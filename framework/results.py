@@ -55,9 +55,9 @@ def _strings(values: Iterable[str]) -> tuple[str, ...]:
         ) from None
 
 
-def _floats(values: Iterable[float]) -> tuple[float, ...]:
+def _floats(values: Any) -> tuple[float, ...]:
     try:
-        items = list(values)
+        items: list[Any] = list(values)
     except TypeError:
         items = [values]
     for value in items:
@@ -140,7 +140,7 @@ class Result:
                 parameter="kind",
             )
         v.check_keywords(found, data, owner=found.__name__)
-        return found(**data)  # type: ignore[return-value]
+        return found(**data)
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
