@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -70,6 +71,11 @@ def _holding_checkpoint(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str | os.PathLike) or not str(value):
+        raise v.fail(instance, attribute.name, value, "a file path (a non-empty str)")
+
+
 def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -124,11 +130,11 @@ class MonteCarloAccountant(Accountant):
         default=None, validator=v.optional(v.one_of(*EXECUTOR_KINDS))
     )
     scheduler: str | None = None
-    checkpoint: str | None = None
+    checkpoint: str | None = attrs.field(default=None, validator=v.optional(_path))
     checkpoint_interval: float = attrs.field(
         default=60.0, converter=v.plain_number, validator=v.number(low=0.0)
     )
-    progress: bool | None = None
+    progress: bool | None = attrs.field(default=None, validator=v.optional(v.boolean()))
     sweep_ratio: float = attrs.field(
         default=1.01, converter=v.plain_number, validator=v.number(low=1.0, high=2.0, low_open=True)
     )

@@ -2,8 +2,9 @@
 
 ``Accountant.epsilon(scheme, strategy, sigma, delta)``, ``delta(scheme, strategy, sigma,
 epsilon)`` and ``calibrate(scheme, strategy, epsilon, delta)`` are the questions an accountant
-answers. :func:`checked_question` wraps such a method so that, before any work, its arguments
-are checked the same way for every accountant (built-in or plugin):
+answers (plus ``curve(scheme, strategy, sigma, ...)`` where an accountant offers it).
+:func:`checked_question` wraps such a method so that, before any work, its arguments are
+checked the same way for every accountant (built-in or plugin):
 
 - ``scheme`` must be a :class:`~minsep.framework.interfaces.SamplingScheme` and ``strategy`` a
   :class:`~minsep.framework.interfaces.Strategy` (swapped or None arguments fail here with a
@@ -30,7 +31,7 @@ __all__ = ["QUESTIONS", "check_question", "checked_question"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: The accountant methods whose arguments are checked.
-QUESTIONS: tuple[str, ...] = ("epsilon", "delta", "calibrate")
+QUESTIONS: tuple[str, ...] = ("epsilon", "delta", "calibrate", "curve")
 
 #: Numeric arguments of the questions: check_range keywords of their allowed ranges.
 _NUMBERS: dict[str, dict[str, Any]] = {

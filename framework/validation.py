@@ -187,6 +187,16 @@ def optional(validator: Validator) -> Validator:
     return validate
 
 
+def boolean() -> Validator:
+    """Validator: ``True`` or ``False`` (a ``bool`` or numpy bool; not 0/1 or strings)."""
+
+    def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, bool | np.bool_):
+            raise fail(instance, attribute.name, value, "True or False")
+
+    return validate
+
+
 def text() -> Validator:
     """Validator: a ``str``."""
 

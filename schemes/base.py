@@ -40,7 +40,7 @@ def dataset_size(population: Any, owner: str) -> int:
 
     Raises ConfigurationError naming ``population`` when it is neither or is empty.
     """
-    if isinstance(population, bool):
+    if isinstance(population, bool | str | bytes):
         raise ConfigurationError(
             f"{owner}.population = {population!r} is invalid: must be a dataset size >= 1 or a "
             "sized collection"

@@ -304,7 +304,11 @@ def _from_rate(
     check_options(cls, options, exclude=("n_steps", "rate"))
     for required in ("min_sep", "max_user_examples"):
         if required not in options:
-            raise ConfigurationError(f"{owner}.from_rate needs the option {required!r}")
+            raise ConfigurationError(
+                f"{owner}.{required} = <missing> is invalid: from_rate needs the option "
+                f"{required!r}",
+                parameter=required,
+            )
     default = _default_burn_in(options["min_sep"]) if default_burn_in is None else default_burn_in
     options.setdefault("burn_in", default)
     given = options.pop("probability", None)

@@ -265,3 +265,38 @@ def test_an_unreachable_scheduler_fails_within_the_connect_timeout() -> None:
     with pytest.raises(SchedulerUnreachableError, match="--scheduler"):
         list(executor.map(abs, [1]))
     assert time.monotonic() - start < 25  # not the 30 s default, nor a hang
+
+
+# -- odds and ends found by probing every public entry --------------------------------------
+
+
+def test_a_string_population_is_refused_not_read_as_its_length() -> None:
+    scheme = schemes.get("b_min_sep").from_rate(8, 0.1, min_sep=2)
+    with pytest.raises(ConfigurationError, match="population"):
+        list(scheme.batches("100", np.random.default_rng(0)))
+
+
+def test_the_curve_question_is_checked_too() -> None:
+    mc = accountants.get("monte_carlo").example()
+    scheme, strategy = _pair()
+    with pytest.raises(ConfigurationError, match=r"curve\.scheme"):
+        mc.curve(strategy, scheme, 1.0, [1.0])
+    with pytest.raises(ConfigurationError, match=r"curve\.sigma"):
+        mc.curve(scheme, strategy, "1.0", [1.0])
+
+
+@pytest.mark.parametrize(
+    ("options", "parameter"),
+    [({"progress": "yes"}, "progress"), ({"progress": 1}, "progress"),
+     ({"checkpoint": 3}, "checkpoint"), ({"checkpoint": ""}, "checkpoint"),
+     ({"scheduler": 3}, "scheduler")],
+)  # fmt: skip
+def test_monte_carlo_options_have_types(options: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(ConfigurationError, match=parameter):
+        accountants.get("monte_carlo")(**options)
+
+
+def test_multi_attribution_names_its_missing_option() -> None:
+    with pytest.raises(ConfigurationError, match="max_user_examples") as info:
+        schemes.get("multi_attribution").from_rate(64, 0.01, min_sep=4, probability=0.05)
+    assert info.value.parameter == "max_user_examples"
