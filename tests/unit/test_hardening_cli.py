@@ -293,3 +293,13 @@ def test_the_engine_holds_the_lock_for_direct_callers(tmp_path: Path) -> None:
         patch.setattr(ChunkTask, "__call__", call)
         sample_chunks(task, range(task.n_chunks), config, stage="s")
     assert seen == [True, True, True] and not Checkpoint(path).lock_path.exists()
+
+
+def _sigint_handler(index: int) -> bool:
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_process_pool_workers_leave_ctrl_c_to_the_parent() -> None:
+    from minsep.framework.montecarlo import ProcessExecutor
+
+    assert list(ProcessExecutor(max_workers=1).map(_sigint_handler, [0, 1])) == [True, True]
