@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -303,3 +304,39 @@ def test_process_pool_workers_leave_ctrl_c_to_the_parent() -> None:
     from minsep.framework.montecarlo import ProcessExecutor
 
     assert list(ProcessExecutor(max_workers=1).map(_sigint_handler, [0, 1])) == [True, True]
+
+
+REAL = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "4", "--bands", "4", "--steps", "16",
+        "--rate", "1/8", "--sigma", "1", "--delta", "1e-2", "--samples", "2000000",
+        "--pilot-samples", "5000", "--seed", "11", "--chunk-size", "250"]  # fmt: skip
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_real_sigint_saves_the_checkpoint_and_exits_130(tmp_path: Path) -> None:
+    path = tmp_path / "run.ckpt"
+    argv = [*REAL, "--checkpoint", str(path), "--checkpoint-interval", "3600"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minsep", *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            if path.exists() and "verify" not in Checkpoint(path).read():  # pilot saved
+                time.sleep(0.2)  # well into the verification stage
+                os.kill(process.pid, signal.SIGINT)
+                break
+            time.sleep(0.01)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert out == "" and "interrupted" in _one_line(err)
+    stages = Checkpoint(path).read()
+    done = stages["verify"]["chunks_done"]  # saved on Ctrl-C, though none was due by time
+    assert 0 < done < stages["verify"]["n_chunks"]
+    assert not list(tmp_path.glob(".run.ckpt*"))
