@@ -167,5 +167,6 @@ def check_options(cls: type, options: dict[str, Any], exclude: tuple[str, ...] =
         name = getattr(cls, "registry_name", cls.__name__)
         raise ConfigurationError(
             f"{name}.from_rate option(s) {', '.join(repr(u) for u in unknown)} are invalid: "
-            f"must be among {allowed}"
+            f"must be among {allowed}",
+            parameter=unknown[0],
         )
