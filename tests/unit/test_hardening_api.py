@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import time
 from typing import Any
 
 import attrs
@@ -262,10 +261,8 @@ def test_an_unreachable_scheduler_fails_within_the_connect_timeout() -> None:
     from minsep.framework.montecarlo import DaskExecutor
 
     executor = DaskExecutor(scheduler="tcp://127.0.0.1:1", connect_timeout=1.0)
-    start = time.monotonic()
-    with pytest.raises(SchedulerUnreachableError, match="--scheduler"):
-        list(executor.map(abs, [1]))
-    assert time.monotonic() - start < 25  # not the 30 s default, nor a hang
+    with pytest.raises(SchedulerUnreachableError, match=r"--scheduler\) within 1 s"):
+        list(executor.map(abs, [1]))  # the bounded timeout reaches distributed.Client
 
 
 # -- odds and ends found by probing every public entry --------------------------------------
