@@ -10,11 +10,15 @@ of :mod:`minsep.framework.montecarlo.evr` (epsilon, delta) and
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import os
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -43,6 +47,7 @@ from minsep.framework.montecarlo import (
     get_executor,
     locate_sigma,
 )
+from minsep.framework.montecarlo.checkpoint import writable_folder_problem
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
@@ -50,6 +55,25 @@ __all__ = ["MonteCarloAccountant"]
 
 #: Target size of one transcript array per chunk (float64 values): chunk = this / n_steps.
 _VALUES_PER_CHUNK = 1 << 23
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _holding_checkpoint(method: F) -> F:
+    """Run an accountant question while holding its checkpoint (when one is set)."""
+
+    @functools.wraps(method)
+    def wrapper(self: MonteCarloAccountant, *args: Any, **kwargs: Any) -> Any:
+        with self._hold_checkpoint():
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str | os.PathLike) or not str(value):
+        raise v.fail(instance, attribute.name, value, "a file path (a non-empty str)")
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -86,27 +110,43 @@ class MonteCarloAccountant(Accountant):
         sigma_low, sigma_high: the range the calibration pilot searches.
     """
 
-    samples: int = attrs.field(default=1_000_000, validator=v.integer(low=100))
-    pilot_samples: int | None = attrs.field(default=None, validator=v.optional(v.integer(low=100)))
-    seed: int | None = attrs.field(default=None, validator=v.optional(v.integer(low=0)))
+    samples: int = attrs.field(
+        default=1_000_000, converter=v.plain_number, validator=v.integer(low=100)
+    )
+    pilot_samples: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=100))
+    )
+    seed: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=0))
+    )
     backend: str = attrs.field(default="numpy", validator=v.one_of(*BACKEND_NAMES))
     chunk_size: int | None = attrs.field(
-        default=None, validator=v.optional(v.integer(low=1, high=1 << 24))
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=1, high=1 << 24))
     )
-    workers: int = attrs.field(default=1, validator=v.integer(low=1, high=1024))
+    workers: int = attrs.field(
+        default=1, converter=v.plain_number, validator=v.integer(low=1, high=1024)
+    )
     executor: str | None = attrs.field(
         default=None, validator=v.optional(v.one_of(*EXECUTOR_KINDS))
     )
     scheduler: str | None = None
-    checkpoint: str | None = None
-    checkpoint_interval: float = attrs.field(default=60.0, validator=v.number(low=0.0))
-    progress: bool | None = None
-    sweep_ratio: float = attrs.field(
-        default=1.01, validator=v.number(low=1.0, high=2.0, low_open=True)
+    checkpoint: str | None = attrs.field(default=None, validator=v.optional(_path))
+    checkpoint_interval: float = attrs.field(
+        default=60.0, converter=v.plain_number, validator=v.number(low=0.0)
     )
-    sweep_size: int = attrs.field(default=24, validator=v.integer(low=2, high=10_000))
-    sigma_low: float = attrs.field(default=2.0**-4, validator=v.positive())
-    sigma_high: float = attrs.field(default=2.0**8, validator=v.positive())
+    progress: bool | None = attrs.field(default=None, validator=v.optional(v.boolean()))
+    sweep_ratio: float = attrs.field(
+        default=1.01, converter=v.plain_number, validator=v.number(low=1.0, high=2.0, low_open=True)
+    )
+    sweep_size: int = attrs.field(
+        default=24, converter=v.plain_number, validator=v.integer(low=2, high=10_000)
+    )
+    sigma_low: float = attrs.field(
+        default=2.0**-4, converter=v.plain_number, validator=v.positive()
+    )
+    sigma_high: float = attrs.field(
+        default=2.0**8, converter=v.plain_number, validator=v.positive()
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.sigma_high <= self.sigma_low:
@@ -119,6 +159,12 @@ class MonteCarloAccountant(Accountant):
             self.checkpoint and Path(self.checkpoint).parent.is_dir()
         ):
             raise v.fail(self, "checkpoint", self.checkpoint, "a file path in an existing folder")
+        if self.checkpoint is not None:
+            problem = writable_folder_problem(self.checkpoint)
+            if problem is not None:
+                raise v.fail(
+                    self, "checkpoint", self.checkpoint, f"a file in a writable folder ({problem})"
+                )
         self._executor()  # validates the scheduler address; needs dask for "dask"
 
     @classmethod
@@ -192,6 +238,11 @@ class MonteCarloAccountant(Accountant):
             return None
         return Checkpoint(self.checkpoint, every_seconds=self.checkpoint_interval)
 
+    def _hold_checkpoint(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the checkpoint's lock for a whole question (its stages, its seed lookup)."""
+        checkpoint = self._checkpoint()
+        return contextlib.nullcontext() if checkpoint is None else checkpoint.locked()
+
     def _pilot(self) -> int:
         return self.pilot_samples or max(self.samples // 4, 1000)
 
@@ -223,6 +274,7 @@ class MonteCarloAccountant(Accountant):
 
     # -- questions ------------------------------------------------------------------------
 
+    @_holding_checkpoint
     def epsilon(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
     ) -> EpsilonResult:
@@ -259,6 +311,7 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=cert.pilot_samples,
         )
 
+    @_holding_checkpoint
     def delta(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
     ) -> DeltaResult:
@@ -291,6 +344,7 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=cert.pilot_samples,
         )
 
+    @_holding_checkpoint
     def calibrate(
         self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
     ) -> CalibrationResult:
@@ -356,6 +410,7 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
         )
 
+    @_holding_checkpoint
     def curve(
         self,
         scheme: SamplingScheme,

@@ -15,8 +15,14 @@ class MinsepError(Exception):
 class ConfigurationError(MinsepError, ValueError):
     """A parameter is outside its allowed range; raised at construction time.
 
-    The message always names the parameter, the offending value and the allowed range.
+    The message always names the parameter, the offending value and the allowed range;
+    ``parameter`` holds the parameter's name when the raiser knows it (the CLI maps it to its
+    option, e.g. ``min_sep`` to ``--min-sep``).
     """
+
+    def __init__(self, message: str = "", *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 class InfeasibleError(ConfigurationError):
@@ -43,4 +49,8 @@ class UnknownNameError(MinsepError, KeyError):
 
 
 class CheckpointError(MinsepError):
-    """A checkpoint is corrupt or was written for other parameters."""
+    """A checkpoint is corrupt, was written for other parameters, or is in use by another run."""
+
+
+class SchedulerUnreachableError(MinsepError, ConnectionError):
+    """The Dask scheduler named by ``scheduler`` / ``--scheduler`` cannot be reached."""

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from minsep.framework.errors import NotAccountableError
+from minsep.framework.questions import QUESTIONS, checked_question
+from minsep.framework.validation import check_keywords
 
 if TYPE_CHECKING:
     from dp_accounting import dp_event
@@ -267,12 +269,19 @@ class SamplingScheme(ABC):
 
         ``options`` are the family's own public parameters (``min_sep``, ``warm_start``,
         ``dataset_size``, ``max_batch_size``, ...); an option the family does not take raises
-        ConfigurationError. Used by the CLI and ``compare`` to build every scheme at equal
+        ConfigurationError, and so does a required one left out (naming it and listing the
+        family's parameters). Used by the CLI and ``compare`` to build every scheme at equal
         expected batch size.
         """
+        check_keywords(cls, options, owner=cls.registered_name(), given=("n_steps", "rate"))
         factory: Any = cls
         scheme: SamplingScheme = factory(n_steps=n_steps, rate=rate, **options)
         return scheme
+
+    @classmethod
+    def registered_name(cls) -> str:
+        """The registered name of the family (the class name if unregistered)."""
+        return getattr(cls, "registry_name", cls.__name__)
 
     def example_population(self) -> Any:
         """A small population :meth:`batches` accepts (contract tests, docs)."""
@@ -323,6 +332,16 @@ class Accountant(ABC):
     #: The registry the class is registered in (set by ``Registry.register``); lets
     #: :meth:`require` name the accountants that can, without importing the registries.
     registry: ClassVar[Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Check the arguments of every question a subclass defines (``questions.py``):
+        wrong types, swapped or None schemes/strategies and out-of-range numbers raise
+        ConfigurationError naming the argument before any work."""
+        super().__init_subclass__(**kwargs)
+        for name in QUESTIONS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "__isabstractmethod__", False):
+                setattr(cls, name, checked_question(method))
 
     @classmethod
     def example(cls) -> Accountant:

@@ -14,17 +14,55 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
+from minsep.framework import validation as v
 from minsep.framework.errors import ConfigurationError
 
 R = TypeVar("R", bound="Result")
 
+#: A number >= 0 that may be +inf (an uncertified bound), never NaN.
+_EXTENDED = v.number(low=0.0, infinite=True)
+#: A probability in [0, 1].
+_UNIT = v.number(low=0.0, high=1.0)
+#: A target delta in (0, 1).
+_TARGET_DELTA = v.number(low=0.0, high=1.0, low_open=True, high_open=True)
+#: A noise multiplier > 0 (+inf allowed: no finite sigma certified).
+_SIGMA = v.number(low=0.0, low_open=True, infinite=True)
+
+
+def _number(default: Any = attrs.NOTHING, validator: v.Validator = _EXTENDED) -> Any:
+    """A float field: numpy scalars become Python numbers, then ``validator`` checks."""
+    return attrs.field(default=default, converter=v.plain_number, validator=validator)
+
+
+def _optional(validator: v.Validator) -> Any:
+    return attrs.field(default=None, converter=v.plain_number, validator=v.optional(validator))
+
+
+def _mapping(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, dict):
+        raise v.fail(instance, attribute.name, value, "a dict of public parameters")
+
 
 def _strings(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(str(v) for v in values)
+    if isinstance(values, str):
+        return (values,)
+    try:
+        return tuple(str(value) for value in values)
+    except TypeError:
+        raise ConfigurationError(
+            f"Result.notes = {values!r} is invalid: must be a sequence of strings",
+            parameter="notes",
+        ) from None
 
 
-def _floats(values: Iterable[float]) -> tuple[float, ...]:
-    return tuple(float(v) for v in values)
+def _floats(values: Any) -> tuple[float, ...]:
+    try:
+        items: list[Any] = list(values)
+    except TypeError:
+        items = [values]
+    for value in items:
+        v.check_range("CalibrationResult", "candidates", value, low=0.0, low_open=True)
+    return tuple(float(value) for value in items)
 
 
 _KINDS: dict[str, type[Result]] = {}
@@ -58,11 +96,11 @@ class Result:
 
     kind: ClassVar[str] = "result"
 
-    accountant: str
-    method: str  # "exact" | "monte_carlo" | "gaussian"
-    scheme: dict[str, Any] = attrs.field(factory=dict)
-    strategy: dict[str, Any] = attrs.field(factory=dict)
-    seconds: float = 0.0
+    accountant: str = attrs.field(validator=v.text())
+    method: str = attrs.field(validator=v.text())  # "exact" | "monte_carlo" | "gaussian"
+    scheme: dict[str, Any] = attrs.field(factory=dict, validator=_mapping)
+    strategy: dict[str, Any] = attrs.field(factory=dict, validator=_mapping)
+    seconds: float = _number(0.0, v.number(low=0.0))
     notes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -78,22 +116,53 @@ class Result:
         """JSON text; non-finite floats are tagged so they survive the round trip."""
         return json.dumps(self.to_dict(), **kwargs)
 
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> Result:
-        """Rebuild the result class named by ``data['kind']``."""
+    @classmethod
+    def from_dict(cls: type[R], data: Any) -> R:
+        """Rebuild the result class named by ``data['kind']``, validated like a constructed
+        one; called on a subclass (``EpsilonResult.from_dict``), the kind must be that class.
+
+        Raises ConfigurationError for anything malformed: not a mapping, an unknown or wrong
+        kind, unknown or missing fields, or values out of range.
+        """
+        if not isinstance(data, dict):
+            raise ConfigurationError(
+                f"{cls.__name__}.from_dict data = {_clip(data)} is invalid: must be a JSON "
+                "object (a dict) with a 'kind' field",
+                parameter="data",
+            )
         data = dict(_decode(data))
         kind = data.pop("kind", None)
-        cls = _KINDS.get(str(kind))
-        if cls is None:
+        found = _KINDS.get(str(kind))
+        if found is None or not issubclass(found, cls):
+            allowed = sorted(k for k, c in _KINDS.items() if issubclass(c, cls))
             raise ConfigurationError(
-                f"result kind = {kind!r} is invalid: must be one of {sorted(_KINDS)}"
+                f"{cls.__name__}.kind = {kind!r} is invalid: must be one of {allowed}",
+                parameter="kind",
             )
-        return cls(**data)
+        v.check_keywords(found, data, owner=found.__name__)
+        return found(**data)
 
-    @staticmethod
-    def from_json(text: str) -> Result:
-        """Inverse of :meth:`to_json`."""
-        return Result.from_dict(json.loads(text))
+    @classmethod
+    def from_json(cls: type[R], text: str) -> R:
+        """Inverse of :meth:`to_json` (ConfigurationError for text that is not a result)."""
+        if not isinstance(text, str | bytes | bytearray):
+            raise ConfigurationError(
+                f"{cls.__name__}.from_json text = {_clip(text)} is invalid: must be JSON text",
+                parameter="text",
+            )
+        try:
+            data = json.loads(text)
+        except ValueError as exc:  # JSONDecodeError and bad encodings
+            raise ConfigurationError(
+                f"{cls.__name__}.from_json text = {_clip(text)} is invalid: not JSON ({exc})",
+                parameter="text",
+            ) from None
+        return cls.from_dict(data)
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @attrs.frozen(kw_only=True)
@@ -107,18 +176,20 @@ class EpsilonResult(Result):
 
     kind: ClassVar[str] = "epsilon"
 
-    epsilon: float
-    certified_epsilon: float
-    delta: float
-    sigma: float
-    samples: int | None = None
-    seed: int | None = None
-    failure_probability: float = 0.0
-    std_error: float | None = None
-    backend: str | None = None
-    kernels: str | None = None  # "numba" | "cuda" | "array" (Monte Carlo)
-    base_delta: float | None = None
-    pilot_samples: int | None = None
+    epsilon: float = _number()
+    certified_epsilon: float = _number()
+    delta: float = _number(validator=_TARGET_DELTA)
+    sigma: float = _number(validator=_SIGMA)
+    samples: int | None = _optional(v.positive_int())
+    seed: int | None = _optional(v.integer(low=0))
+    failure_probability: float = _number(0.0, _UNIT)
+    std_error: float | None = _optional(_EXTENDED)
+    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
+    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
+        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
+    )
+    base_delta: float | None = _optional(_EXTENDED)
+    pilot_samples: int | None = _optional(v.positive_int())
 
 
 @attrs.frozen(kw_only=True)
@@ -130,18 +201,20 @@ class DeltaResult(Result):
 
     kind: ClassVar[str] = "delta"
 
-    delta: float
-    certified_delta: float
-    epsilon: float
-    sigma: float
-    samples: int | None = None
-    seed: int | None = None
-    failure_probability: float = 0.0
-    std_error: float | None = None
-    backend: str | None = None
-    kernels: str | None = None  # "numba" | "cuda" | "array" (Monte Carlo)
-    base_delta: float | None = None
-    pilot_samples: int | None = None
+    delta: float = _number(validator=_UNIT)
+    certified_delta: float = _number(validator=_UNIT)
+    epsilon: float = _number()
+    sigma: float = _number(validator=_SIGMA)
+    samples: int | None = _optional(v.positive_int())
+    seed: int | None = _optional(v.integer(low=0))
+    failure_probability: float = _number(0.0, _UNIT)
+    std_error: float | None = _optional(_EXTENDED)
+    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
+    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
+        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
+    )
+    base_delta: float | None = _optional(_EXTENDED)
+    pilot_samples: int | None = _optional(v.positive_int())
 
 
 @attrs.frozen(kw_only=True)
@@ -155,15 +228,17 @@ class CalibrationResult(Result):
 
     kind: ClassVar[str] = "calibration"
 
-    sigma: float
-    epsilon: float
-    delta: float
-    certified: bool = True
+    sigma: float = _number(validator=_SIGMA)
+    epsilon: float = _number()
+    delta: float = _number(validator=_TARGET_DELTA)
+    certified: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     candidates: tuple[float, ...] = attrs.field(default=(), converter=_floats)
-    samples: int | None = None
-    seed: int | None = None
-    failure_probability: float = 0.0
-    base_delta: float | None = None
-    backend: str | None = None
-    kernels: str | None = None  # "numba" | "cuda" | "array" (Monte Carlo)
-    pilot_samples: int | None = None
+    samples: int | None = _optional(v.positive_int())
+    seed: int | None = _optional(v.integer(low=0))
+    failure_probability: float = _number(0.0, _UNIT)
+    base_delta: float | None = _optional(_EXTENDED)
+    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
+    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
+        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
+    )
+    pilot_samples: int | None = _optional(v.positive_int())

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
 
 from minsep.framework.errors import ConfigurationError
 
@@ -28,8 +29,20 @@ def _owner(instance: Any) -> str:
 def fail(instance: Any, name: str, value: Any, allowed: str) -> ConfigurationError:
     """Build the standard error: ``Class.name = value is invalid: must be <allowed>``."""
     return ConfigurationError(
-        f"{_owner(instance)}.{name} = {value!r} is invalid: must be {allowed}"
+        f"{_owner(instance)}.{name} = {value!r} is invalid: must be {allowed}", parameter=name
     )
+
+
+def plain_number(value: Any) -> Any:
+    """attrs converter: numpy integer and floating scalars to Python ``int`` / ``float``.
+
+    Anything else (including bools, numpy bools and strings) is returned unchanged, for the
+    field's validator to accept or refuse, so a field holds the same Python type whether the
+    caller passed ``3`` or ``numpy.int64(3)``.
+    """
+    if isinstance(value, np.integer | np.floating):
+        return value.item()
+    return value
 
 
 def check_range(
@@ -42,36 +55,76 @@ def check_range(
     low_open: bool = False,
     high_open: bool = False,
     integer: bool = False,
-) -> None:
-    """Raise ConfigurationError unless ``value`` is a finite number in the given interval.
+    infinite: bool = False,
+) -> Any:
+    """Raise ConfigurationError unless ``value`` is a number in the given interval; return it
+    as a Python ``int`` or ``float`` (numpy scalars accepted, bools and strings refused).
 
-    Usable outside attrs (e.g. for function arguments): ``owner`` names the function or class.
+    The number must be finite unless ``infinite`` (then ``+-inf`` pass when inside the
+    interval; NaN never does). Usable outside attrs (e.g. for function arguments): ``owner``
+    names the function or class.
     """
     lo = "(" if low_open else "["
     hi = ")" if high_open else "]"
     interval = f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
-    kind = "an integer" if integer else "a finite number"
+    kind = "an integer" if integer else "a number" if infinite else "a finite number"
     allowed = f"{kind} in {interval}"
+    problem = ConfigurationError(
+        f"{owner}.{name} = {value!r} is invalid: must be {allowed}", parameter=name
+    )
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        try:
-            import numpy as np
-
-            if isinstance(value, np.integer | np.floating) and not isinstance(value, np.bool_):
-                value = value.item()
-            else:
-                raise TypeError
-        except TypeError:
-            raise ConfigurationError(
-                f"{owner}.{name} = {value!r} is invalid: must be {allowed}"
-            ) from None
+        raise problem
     if integer and not isinstance(value, int):
-        raise ConfigurationError(f"{owner}.{name} = {value!r} is invalid: must be {allowed}")
-    if not math.isfinite(value):
-        raise ConfigurationError(f"{owner}.{name} = {value!r} is invalid: must be {allowed}")
+        raise problem
+    if math.isnan(value) or (math.isinf(value) and not infinite):
+        raise problem
     bad_low = low is not None and (value <= low if low_open else value < low)
     bad_high = high is not None and (value >= high if high_open else value > high)
     if bad_low or bad_high:
-        raise ConfigurationError(f"{owner}.{name} = {value!r} is invalid: must be {allowed}")
+        raise problem
+    return value
+
+
+def check_keywords(
+    cls: type, keywords: dict[str, Any], *, owner: str, given: tuple[str, ...] = ()
+) -> None:
+    """Raise ConfigurationError unless ``cls(**given, **keywords)`` names its parameters right.
+
+    ``given`` are the parameters the caller supplies itself (e.g. ``n_steps`` and ``rate`` of
+    ``from_rate``). The error names the first unknown or missing parameter and lists the
+    parameters ``cls`` takes (its attrs fields, else its constructor's signature), so that a
+    forgotten option fails as a ConfigurationError rather than a TypeError of ``__init__``.
+    """
+    taken, required = _parameters(cls)
+    unknown = sorted(set(keywords) - set(taken))
+    if unknown:
+        raise ConfigurationError(
+            f"{owner}.{unknown[0]} = {keywords[unknown[0]]!r} is invalid: not a parameter of "
+            f"{owner} (it takes {', '.join(taken) or 'none'})",
+            parameter=unknown[0],
+        )
+    missing = [p for p in required if p not in keywords and p not in given]
+    if missing:
+        raise ConfigurationError(
+            f"{owner}.{missing[0]} = <missing> is invalid: must be given "
+            f"({owner} needs {', '.join(missing)}; it takes {', '.join(taken)})",
+            parameter=missing[0],
+        )
+
+
+def _parameters(cls: type) -> tuple[list[str], list[str]]:
+    """(every keyword ``cls`` takes, those without a default)."""
+    if attrs.has(cls):
+        fields = [f for f in attrs.fields(cls) if f.init]
+        names = [f.alias or f.name for f in fields]
+        required = [f.alias or f.name for f in fields if f.default is attrs.NOTHING]
+        return names, required
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = [p for p in inspect.signature(cls).parameters.values() if p.kind in kinds]
+    return [p.name for p in params], [p.name for p in params if p.default is p.empty]
 
 
 def number(
@@ -80,8 +133,10 @@ def number(
     high: float | None = None,
     low_open: bool = False,
     high_open: bool = False,
+    infinite: bool = False,
 ) -> Validator:
-    """Validator: a finite real number in the interval (ends closed unless ``*_open``)."""
+    """Validator: a finite real number in the interval (ends closed unless ``*_open``); with
+    ``infinite``, ``+-inf`` pass too when inside the interval (NaN never does)."""
 
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         check_range(
@@ -92,6 +147,7 @@ def number(
             high=high,
             low_open=low_open,
             high_open=high_open,
+            infinite=infinite,
         )
 
     return validate
@@ -127,6 +183,26 @@ def optional(validator: Validator) -> Validator:
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value is not None:
             validator(instance, attribute, value)
+
+    return validate
+
+
+def boolean() -> Validator:
+    """Validator: ``True`` or ``False`` (a ``bool`` or numpy bool; not 0/1 or strings)."""
+
+    def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, bool | np.bool_):
+            raise fail(instance, attribute.name, value, "True or False")
+
+    return validate
+
+
+def text() -> Validator:
+    """Validator: a ``str``."""
+
+    def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str):
+            raise fail(instance, attribute.name, value, "a string")
 
     return validate
 

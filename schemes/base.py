@@ -40,7 +40,7 @@ def dataset_size(population: Any, owner: str) -> int:
 
     Raises ConfigurationError naming ``population`` when it is neither or is empty.
     """
-    if isinstance(population, bool):
+    if isinstance(population, bool | str | bytes):
         raise ConfigurationError(
             f"{owner}.population = {population!r} is invalid: must be a dataset size >= 1 or a "
             "sized collection"
@@ -169,13 +169,15 @@ def check_options(cls: type[SamplingScheme], options: dict[str, Any]) -> None:
     if unknown:
         raise ConfigurationError(
             f"{name}.from_rate option(s) {', '.join(repr(u) for u in unknown)} are invalid: "
-            f"must be among {sorted(allowed)}"
+            f"must be among {sorted(allowed)}",
+            parameter=unknown[0],
         )
     missing = [p for p in declared if p.required and p.name not in options]
     if missing:
         raise ConfigurationError(
-            f"{name}.from_rate needs the option(s) "
-            f"{', '.join(repr(p.name) for p in missing)} (command line: "
-            f"{', '.join(p.flag for p in missing)}); its options: "
-            + "; ".join(p.describe() for p in declared)
+            f"{name}.{missing[0].name} = <missing> is invalid: must be given ({name}.from_rate "
+            f"needs the option(s) {', '.join(repr(p.name) for p in missing)}; command line: "
+            f"{', '.join(p.flag for p in missing)}). Its options: "
+            + "; ".join(p.describe() for p in declared),
+            parameter=missing[0].name,
         )

@@ -101,14 +101,17 @@ class Truncated(SamplingScheme):
         if unknown:
             raise ConfigurationError(
                 f"truncated.from_rate option(s) {', '.join(map(repr, unknown))} are invalid: "
-                f"must be among {sorted(allowed | {'base'})} (with base {base!r})"
+                f"must be among {sorted(allowed | {'base'})} (with base {base!r})",
+                parameter=unknown[0],
             )
         missing = [p for p in own if p.required and p.name not in options]
         if missing:
             raise ConfigurationError(
-                "truncated.from_rate needs the option(s) "
-                f"{', '.join(repr(p.name) for p in missing)} (command line: "
-                f"{', '.join(p.flag for p in missing)})"
+                f"truncated.{missing[0].name} = <missing> is invalid: must be given "
+                "(truncated.from_rate needs the option(s) "
+                f"{', '.join(repr(p.name) for p in missing)}; command line: "
+                f"{', '.join(p.flag for p in missing)})",
+                parameter=missing[0].name,
             )
         max_batch_size = options.pop("max_batch_size")
         dataset_size = options.pop("dataset_size")

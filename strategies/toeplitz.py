@@ -51,6 +51,12 @@ def as_coefficients(
         raise ConfigurationError(
             f"{owner}.{name} = {values!r} is invalid: must have c_0 > 0 (C must be invertible)"
         )
+    if np.max(np.abs(arr)) < np.finfo(np.float64).tiny:
+        raise ConfigurationError(
+            f"{owner}.{name} = {values!r} is invalid: must have an entry of magnitude >= "
+            f"{np.finfo(np.float64).tiny:.3g} (subnormal-only coefficients lose their ratios; "
+            "rescale them)"
+        )
     return arr
 
 
@@ -113,6 +119,19 @@ def central_binomial_start(bands: int) -> np.ndarray:
 
 
 def unit_norm(coefficients: np.ndarray) -> tuple[float, ...]:
-    """``c / ||c||_2`` as a tuple of Python floats."""
-    norm = math.sqrt(float(np.dot(coefficients, coefficients)))
-    return tuple(float(v) / norm for v in coefficients)
+    """``c / ||c||_2`` as a tuple of Python floats.
+
+    When the sum of squares would overflow (entries near 1e308) or underflow (entries near
+    1e-160 and below), ``c`` is first divided by its largest magnitude; otherwise it is used
+    as given, so ordinary coefficients normalise to the same bits as always (checkpoints key on
+    them). ``c`` must be finite with a normal (non-subnormal) largest entry, as
+    :func:`as_coefficients` ensures.
+    """
+    c = np.asarray(coefficients, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        squares = float(np.dot(c, c))
+    if not (np.finfo(np.float64).tiny <= squares < math.inf):
+        c = c / np.max(np.abs(c))
+        squares = float(np.dot(c, c))
+    norm = math.sqrt(squares)
+    return tuple(float(v) / norm for v in c)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import json
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from minsep.framework.cli.command import Command
 from minsep.framework.errors import MinsepError
@@ -44,9 +46,32 @@ def commands() -> dict[str, Command]:
     return dict(sorted(found.items()))
 
 
+#: Exit status of a refused or failed command (argparse uses it for usage errors too).
+EXIT_ERROR = 2
+#: Exit status after Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+class _UsageExit(SystemExit):
+    """argparse's usage error (status 2), keeping the message for ``--json``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_ERROR)
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, printing usage errors as usual but keeping their message (for ``--json``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise _UsageExit(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argparse tree."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="minsep",
         description="Privacy accounting for DP training with correlated noise (BandMF) and "
         "b-min-sep subsampling.",
@@ -56,22 +81,91 @@ def build_parser() -> argparse.ArgumentParser:
     for cmd in commands().values():
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(p)
-        p.set_defaults(_run=cmd.run)
+        options = {a.dest: a.option_strings[-1] for a in p._actions if a.option_strings}
+        p.set_defaults(_run=cmd.run, _options=options)
     return parser
 
 
+def _option(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """The command-line option of the parameter a ConfigurationError names, if any."""
+    parameter = getattr(exc, "parameter", None)
+    options: dict[str, str] = getattr(args, "_options", None) or {}
+    return options.get(str(parameter)) if parameter is not None else None
+
+
+def _report(
+    args: argparse.Namespace | None,
+    as_json: bool,
+    kind: str,
+    message: str,
+    status: int,
+    exc: BaseException | None = None,
+) -> int:
+    """One line on stderr and, with ``--json``, an error object on stdout; return ``status``."""
+    command = getattr(args, "command", None)
+    option = _option(args, exc) if args is not None and exc is not None else None
+    line = message if option is None else f"{message} (command-line option {option})"
+    print(f"minsep{f' {command}' if command else ''}: {kind}: {line}", file=sys.stderr)
+    if as_json:
+        error = {
+            "type": type(exc).__name__ if exc is not None else kind,
+            "message": message,
+            "parameter": getattr(exc, "parameter", None),
+            "option": option,
+            "exit_code": status,
+        }
+        print(json.dumps({"error": error}, indent=2))
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; errors of minsep print one line and exit with status 2."""
+    """Run the CLI.
+
+    Exit statuses: 0 success; 2 a usage error, an error of minsep (one line naming the
+    problem), an operating-system error or memory exhaustion; 130 interrupted by Ctrl-C (the
+    Monte Carlo engine first saves its checkpoint, when one is set). With ``--json`` every
+    error is also printed on stdout as ``{"error": {"type", "message", "parameter",
+    "option", "exit_code"}}``.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageExit as exc:
+        if as_json:
+            print(json.dumps({"error": _usage_error(exc)}, indent=2))
+        raise
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0
     try:
         return int(args._run(args))
+    except KeyboardInterrupt:
+        saved = getattr(args, "checkpoint", None)
+        note = f"; progress is saved in {saved}: rerun the same command to resume" if saved else ""
+        return _report(args, as_json, "interrupted", f"stopped by Ctrl-C{note}", EXIT_INTERRUPTED)
+    except MemoryError as exc:
+        detail = f" ({exc})" if str(exc) else ""
+        message = (
+            f"out of memory{detail}: lower --chunk-size or --workers, or run on a machine with "
+            "more memory"
+        )
+        return _report(args, as_json, "error", message, EXIT_ERROR, exc)
     except MinsepError as exc:
-        print(f"minsep {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _report(args, as_json, "error", str(exc), EXIT_ERROR, exc)
+    except OSError as exc:
+        return _report(args, as_json, "error", str(exc), EXIT_ERROR, exc)
+
+
+def _usage_error(exc: _UsageExit) -> dict[str, object]:
+    return {
+        "type": "UsageError",
+        "message": exc.message,
+        "parameter": None,
+        "option": None,
+        "exit_code": EXIT_ERROR,
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover

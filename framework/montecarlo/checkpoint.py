@@ -32,6 +32,18 @@ checkpoint (atomic on POSIX and Windows), so a crash mid-write leaves the previo
 A stage is saved every ``every_chunks`` merged chunks or ``every_seconds`` seconds, whichever
 comes first, and once when it completes.
 
+One run at a time. While a question runs, it holds an exclusive ``fcntl.flock`` on the
+sidecar file ``.NAME.lock`` beside the checkpoint (:meth:`Checkpoint.locked`; re-entrant within
+a process), so a second process using the same checkpoint fails at once with a
+CheckpointError instead of interleaving its stages with the first. Holding the lock, a run
+deletes the temporary files ``.NAME.*.tmp`` left by a writer killed mid-write (SIGKILL): no
+other writer can own them. The holder deletes the lock file when it lets go (a process that
+locked the deleted file notices and locks the new one). Where ``fcntl`` does not exist
+(Windows) there is no lock.
+
+The checkpoint's folder must exist and be writable when the :class:`Checkpoint` is built,
+so an unusable path fails before any sampling, not at the first save.
+
 Refusals (:class:`~minsep.framework.errors.CheckpointError`, never silently ignored): a file
 that is not valid JSON (e.g. truncated), not a minsep checkpoint, of another format version,
 whose checksum does not match its contents, or whose entries are malformed or inconsistent;
@@ -41,11 +53,16 @@ both values). Delete the file, or pass another path, to start afresh.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import json
 import math
 import os
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +73,11 @@ from minsep.framework import validation as v
 from minsep.framework.errors import CheckpointError
 from minsep.framework.interfaces import Direction
 from minsep.framework.montecarlo.accumulators import SweepTally
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FORMAT", "VERSION", "Checkpoint", "Journal", "canonical_json", "identity_digest"]
 
@@ -99,6 +121,80 @@ class Checkpoint:
             raise v.fail(self, "path", str(self.path), "a file in an existing folder")
         if self.path.is_dir():
             raise v.fail(self, "path", str(self.path), "a file, not a folder")
+        problem = writable_folder_problem(self.path)
+        if problem is not None:
+            raise v.fail(self, "path", str(self.path), f"a file in a writable folder ({problem})")
+
+    @property
+    def lock_path(self) -> Path:
+        """The sidecar lock file ``.NAME.lock`` beside the checkpoint."""
+        return self.path.with_name(f".{self.path.name}.lock")
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the checkpoint for this process while the block runs (module docstring).
+
+        Re-entrant within the process. Raises CheckpointError at once when another process
+        holds it. On first entry, deletes the stale temporary files of killed writers.
+        """
+        key = str(self.path.resolve())
+        with _HELD_GUARD:
+            held = _HELD.get(key)
+            if held is not None:
+                _HELD[key] = (held[0], held[1] + 1)
+            else:
+                _HELD[key] = (self._acquire(), 1)
+                self._remove_stale_temporaries()
+        try:
+            yield
+        finally:
+            with _HELD_GUARD:
+                fd, depth = _HELD.pop(key)
+                if depth > 1:
+                    _HELD[key] = (fd, depth - 1)
+                else:
+                    _release(fd, self.lock_path)
+
+    def _acquire(self) -> int:
+        """Open and lock the sidecar file; -1 where there is no ``fcntl``.
+
+        The holder deletes the file when it lets go, so a lock taken on a file that was
+        deleted meanwhile (its inode no longer at the path) is dropped and taken again.
+        """
+        if fcntl is None:  # pragma: no cover - Windows
+            return -1
+        while True:
+            try:
+                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise CheckpointError(
+                    f"checkpoint {str(self.path)!r} cannot be locked: {str(self.lock_path)!r} "
+                    f"cannot be opened ({exc.strerror or exc})"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                raise CheckpointError(
+                    f"checkpoint {str(self.path)!r} is in use by another run (process {holder} "
+                    f"holds {str(self.lock_path)!r}): one file serves one run at a time. Wait "
+                    "for it to finish, or choose another checkpoint path."
+                ) from None
+            try:
+                current = os.stat(self.lock_path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(fd).st_ino:
+                break
+            _release(fd, None)  # deleted by its previous holder meanwhile: lock the new file
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        return fd
+
+    def _remove_stale_temporaries(self) -> None:
+        for stale in self.path.parent.glob(f".{glob.escape(self.path.name)}.*.tmp"):
+            stale.unlink(missing_ok=True)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -218,6 +314,39 @@ class Checkpoint:
             temporary.unlink(missing_ok=True)
 
 
+#: Checkpoints this process holds: resolved path -> (lock file descriptor, nesting depth).
+_HELD: dict[str, tuple[int, int]] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def _release(fd: int, path: Path | None) -> None:
+    """Delete the lock file at ``path`` (while still holding it), then unlock and close."""
+    if fd < 0 or fcntl is None:  # pragma: no cover - Windows
+        return
+    try:
+        if path is not None:
+            path.unlink(missing_ok=True)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def writable_folder_problem(path: str | os.PathLike[str]) -> str | None:
+    """None when a file can be created in the folder of ``path``, else why not.
+
+    Creates and deletes a probe file (``os.access`` is not enough: it ignores read-only
+    mounts on some systems and is always true for root).
+    """
+    folder = Path(path).parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        return f"cannot create a file in {str(folder)!r}: {exc.strerror or exc}"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
 def _differences(stored: dict[str, Any], current: dict[str, Any]) -> str:
     parts = []
     for key in sorted(set(stored) | set(current)):
@@ -296,7 +425,8 @@ class Journal:
             self.save(tally)
 
     def finish(self, tally: SweepTally) -> None:
-        """Save the completed stage (no-op when the saved state is already complete)."""
+        """Save ``tally`` unless the file already holds ``chunks_done`` chunks (at the end of
+        the stage, and when a run is interrupted)."""
         if self._saved_chunks != self.chunks_done:
             self.save(tally)
 

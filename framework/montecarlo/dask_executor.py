@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.errors import MinsepError
+from minsep.framework.errors import MinsepError, SchedulerUnreachableError
 
 __all__ = ["DaskExecutor", "DaskUnavailableError", "require_dask", "shutdown_clusters"]
 
@@ -71,18 +71,39 @@ def _distributed() -> Any:
 
 
 def _scheduler_address(instance: Any, attribute: Any, value: Any) -> None:
+    """A scheduler file that exists, or an address ``[protocol://]host:port``."""
     if value is None:
         return
-    ok = isinstance(value, str) and (
-        "://" in value or value.endswith(".json") or (":" in value and " " not in value)
-    )
-    if not ok:
-        raise v.fail(
-            instance,
-            attribute.name,
-            value,
-            "a scheduler address such as 'tcp://host:8786' or a scheduler file '*.json'",
+    problem = scheduler_problem(value)
+    if problem is not None:
+        raise v.fail(instance, attribute.name, value, problem)
+
+
+def scheduler_problem(value: Any) -> str | None:
+    """None when ``value`` is a usable scheduler address or file, else what it must be.
+
+    Checked before connecting, so that a missing scheduler file or an address without a port
+    fails at once rather than after the connect timeout.
+    """
+    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        return "a scheduler address such as 'tcp://host:8786' or a scheduler file '*.json'"
+    if value.endswith(".json"):
+        if not Path(value).expanduser().is_file():
+            return (
+                "an existing scheduler file: there is no file at this path (start the "
+                "scheduler first, e.g. dask scheduler --scheduler-file FILE)"
+            )
+        return None
+    protocol, _, location = value.rpartition("://")
+    if protocol == "inproc":
+        return None
+    host, _, port = location.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return (
+            "a scheduler address with a port, such as 'tcp://host:8786', or a scheduler file "
+            "'*.json'"
         )
+    return None
 
 
 _CLUSTERS: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # key -> (client, cluster or None)
@@ -129,6 +150,9 @@ class DaskExecutor:
         memory_limit: per-worker memory limit of the LocalCluster (Dask's syntax, e.g.
             ``"4GiB"``; ``"auto"`` = system memory / workers). Size ``chunk_size`` so that one
             chunk's transcript fits (see :mod:`~minsep.framework.montecarlo.sampling`).
+        connect_timeout: seconds to wait for the scheduler at ``scheduler`` before raising
+            SchedulerUnreachableError (the address and the file's existence are checked at
+            construction, before any connection).
     """
 
     scheduler: str | None = attrs.field(default=None, validator=_scheduler_address)
@@ -137,6 +161,9 @@ class DaskExecutor:
     ahead: int = attrs.field(default=4, validator=v.integer(low=1, high=1024))
     retries: int = attrs.field(default=3, validator=v.integer(low=0, high=100))
     memory_limit: str = "auto"
+    connect_timeout: float = attrs.field(
+        default=10.0, converter=v.plain_number, validator=v.positive()
+    )
 
     def __attrs_post_init__(self) -> None:
         require_dask()
@@ -164,9 +191,7 @@ class DaskExecutor:
     def _start(self) -> tuple[Any, Any]:
         dist = _distributed()
         if self.scheduler is not None:
-            if self.scheduler.endswith(".json") and Path(self.scheduler).is_file():
-                return dist.Client(scheduler_file=self.scheduler), None
-            return dist.Client(self.scheduler), None
+            return self._connect(dist), None
         cluster = dist.LocalCluster(
             n_workers=self.n_workers,
             threads_per_worker=self.threads_per_worker,
@@ -181,6 +206,22 @@ class DaskExecutor:
         except Exception:
             cluster.close()
             raise
+
+    def _connect(self, dist: Any) -> Any:
+        """A client of the scheduler at ``scheduler``, or SchedulerUnreachableError after at
+        most ``connect_timeout`` seconds."""
+        assert self.scheduler is not None
+        try:
+            if self.scheduler.endswith(".json"):
+                path = str(Path(self.scheduler).expanduser())
+                return dist.Client(scheduler_file=path, timeout=self.connect_timeout)
+            return dist.Client(self.scheduler, timeout=self.connect_timeout)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise SchedulerUnreachableError(
+                f"cannot reach the Dask scheduler at scheduler = {self.scheduler!r} (CLI: "
+                f"--scheduler) within {self.connect_timeout:g} s: {exc}. Check that the "
+                "scheduler is running and that the address or scheduler file is current."
+            ) from None
 
     def close(self) -> None:
         """Close this configuration's client (and its LocalCluster, if this started one)."""

@@ -20,6 +20,7 @@ import concurrent.futures.process
 import importlib.metadata
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
@@ -98,6 +99,13 @@ def _preload_modules() -> list[str]:
     return modules
 
 
+def _ignore_interrupts() -> None:
+    """Pool workers ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and
+    the parent alone handles it (saving its checkpoint, one line, exit status 130) instead of
+    every worker printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
     """A process pool shared by every executor of the same size and start method."""
     with _POOLS_LOCK:
@@ -106,7 +114,9 @@ def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
             context = multiprocessing.get_context(method)
             if method == "forkserver":
                 context.set_forkserver_preload(_preload_modules())
-            pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context)
+            pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=workers, mp_context=context, initializer=_ignore_interrupts
+            )
             _POOLS[(workers, method)] = pool
         return pool
 

@@ -26,7 +26,9 @@ grows to the largest loss seen) plus two floats per checked epsilon. A calibrati
 from __future__ import annotations
 
 import math
+import signal
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -45,7 +47,7 @@ from minsep.framework.montecarlo.accumulators import (
     _bin_indices,
     hockey_stick,
 )
-from minsep.framework.montecarlo.checkpoint import Checkpoint
+from minsep.framework.montecarlo.checkpoint import Checkpoint, Journal
 from minsep.framework.montecarlo.executors import Executor, LocalExecutor
 
 __all__ = [
@@ -150,7 +152,7 @@ class ChunkTask:
     model: PrivacyLossModel
     sigmas: tuple[float, ...] = attrs.field(converter=_floats, validator=_positive_sigmas)
     n_samples: int = attrs.field(validator=v.positive_int())
-    seed: int = attrs.field(validator=_check_seed)
+    seed: int = attrs.field(converter=v.plain_number, validator=_check_seed)
     stream: int = attrs.field(default=PILOT_STREAM, validator=v.integer(low=0))
     checks: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_finite_checks)
     directions: tuple[Direction, ...] = attrs.field(
@@ -267,27 +269,78 @@ def sample_chunks(
     label: ``indices`` must be ``range(task.n_chunks)`` and ``into`` None; chunks already in
     the checkpoint are not run again, and the merged tally is saved as chunks complete.
     """
-    journal = None
-    if stage is not None and config.checkpoint is not None:
-        if into is not None or not (isinstance(indices, range) and indices == range(task.n_chunks)):
-            raise ConfigurationError(
-                f"sample_chunks.indices = {indices!r} is invalid: a checkpointed run must cover "
-                f"range({task.n_chunks}) with into=None"
-            )
+    if stage is None or config.checkpoint is None:
+        return _merge_chunks(task, indices, config, into, description, None)
+    if into is not None or not (isinstance(indices, range) and indices == range(task.n_chunks)):
+        raise ConfigurationError(
+            f"sample_chunks.indices = {indices!r} is invalid: a checkpointed run must cover "
+            f"range({task.n_chunks}) with into=None"
+        )
+    with config.checkpoint.locked():
         journal = config.checkpoint.journal(stage, task.describe(), task.n_chunks)
-        into = journal.tally
         indices = range(journal.chunks_done, task.n_chunks)
+        return _merge_chunks(task, indices, config, journal.tally, description, journal)
+
+
+def _merge_chunks(
+    task: ChunkTask,
+    indices: Sequence[int],
+    config: EngineConfig,
+    into: SweepTally | None,
+    description: str,
+    journal: Journal | None,
+) -> SweepTally:
+    """The merge loop of :func:`sample_chunks`.
+
+    A chunk's merge and its journal record form one step that Ctrl-C cannot split (SIGINT is
+    deferred across it); on KeyboardInterrupt the journal saves the tally of the chunks merged
+    so far before the interrupt propagates, so a rerun resumes from there.
+    """
     total = task.empty() if into is None else into
     samples = sum(task.chunk_length(i) for i in indices)
-    with _bar(samples * len(task.directions), config.progress, description) as bar:
-        for index, result in zip(indices, config.executor.map(task, indices), strict=True):
-            total.merge(result)
-            if journal is not None:
-                journal.record(total, index + 1)
-            bar.update(task.chunk_length(index) * len(task.directions))
+    try:
+        with _bar(samples * len(task.directions), config.progress, description) as bar:
+            for index, result in zip(indices, config.executor.map(task, indices), strict=True):
+                with _DeferredInterrupt():
+                    total.merge(result)
+                    if journal is not None:
+                        journal.record(total, index + 1)
+                bar.update(task.chunk_length(index) * len(task.directions))
+    except KeyboardInterrupt:
+        if journal is not None:
+            journal.finish(total)
+        raise
     if journal is not None:
         journal.finish(total)
     return total
+
+
+class _DeferredInterrupt:
+    """Hold back SIGINT (Ctrl-C) while the block runs; raise KeyboardInterrupt after it.
+
+    Only in the main thread and while Python's default SIGINT handler is installed; elsewhere
+    a no-op.
+    """
+
+    def __init__(self) -> None:
+        self._pending = False
+        self._previous: Any = None
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self._pending = True
+
+    def __enter__(self) -> None:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
+            self._previous = signal.signal(signal.SIGINT, self._hold)
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            if self._pending and kind is None:
+                raise KeyboardInterrupt
 
 
 def sample(

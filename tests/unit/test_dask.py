@@ -269,7 +269,7 @@ def test_get_executor_kinds() -> None:
         get_executor(2, "local")
 
 
-def test_dask_executor_is_validated() -> None:
+def test_dask_executor_is_validated(tmp_path: Path) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"scheduler": "not an address"}, "scheduler"),
         ({"n_workers": 0}, "n_workers"),
@@ -281,7 +281,9 @@ def test_dask_executor_is_validated() -> None:
         with pytest.raises(ConfigurationError, match=name):
             DaskExecutor(**bad)
     DaskExecutor(scheduler="127.0.0.1:8786")
-    DaskExecutor(scheduler="/shared/scheduler.json")
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler_file.write_text("{}")
+    DaskExecutor(scheduler=str(scheduler_file))  # a scheduler file must exist (checked early)
 
 
 def test_missing_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
