@@ -1,0 +1,165 @@
+"""The contracts have power: each broken toy fails the check written for its fault, and the
+correct toys pass every check (so a failure is the fault's, not the check's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+
+from minsep.accountants.gaussian import GaussianAccountant
+from minsep.framework.interfaces import Direction, PrivacyLossModel, SamplingScheme, Strategy
+from minsep.framework.registries import schemes, strategies
+from minsep.framework.results import CalibrationResult
+from minsep.testing import AccountantContract, LossModelContract
+from tests.unit.montecarlo_toys import GaussianToy, NaNToy, SubsampledGaussianToy
+
+
+def _fails(contract: object, check: str, *args: Any) -> None:
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        getattr(contract, check)(*args)
+
+
+# --- loss models -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SwappedDirections(SubsampledGaussianToy):
+    """Evaluates each transcript as if drawn for the other direction."""
+
+    def log_ratio(self, transcript: Any, sigma: float) -> Any:
+        other = Direction.ADD if transcript.direction is Direction.REMOVE else Direction.REMOVE
+        return super().log_ratio(attrs.evolve(transcript, direction=other), sigma)
+
+
+@attrs.frozen
+class SigmaBlind(GaussianToy):
+    """Ignores sigma."""
+
+    def log_ratio(self, transcript: Any, sigma: float) -> Any:
+        return super().log_ratio(transcript, 1.0)
+
+
+@attrs.frozen
+class Mutating(GaussianToy):
+    """Scales the transcript's normals in place on every evaluation."""
+
+    def log_ratio(self, transcript: Any, sigma: float) -> Any:
+        out = super().log_ratio(transcript, sigma)
+        normals = transcript.z
+        normals *= 1.5
+        return out
+
+
+@attrs.frozen
+class Unseeded(GaussianToy):
+    """Draws from a generator of its own instead of the given one."""
+
+    def draw(self, n_samples: int, direction: Direction, rng: Any, backend: Any) -> Any:
+        return super().draw(n_samples, direction, np.random.default_rng(), backend)
+
+
+@attrs.frozen
+class ShortDraw(GaussianToy):
+    """Draws one sample too few."""
+
+    def draw(self, n_samples: int, direction: Direction, rng: Any, backend: Any) -> Any:
+        return super().draw(n_samples - 1, direction, rng, backend)
+
+
+class TestCorrectToyLossModel(LossModelContract):
+    @pytest.fixture(params=[GaussianToy(), SubsampledGaussianToy(rate=0.3)], ids=repr)
+    def loss_model(self, request: pytest.FixtureRequest) -> PrivacyLossModel:
+        return request.param  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("model", "check"),
+    [
+        (SwappedDirections(rate=0.3), "test_privacy_loss_is_positive_on_average_at_low_noise"),
+        (SigmaBlind(), "test_log_ratio_vanishes_as_the_noise_grows"),
+        (Mutating(), "test_a_transcript_is_reused_across_sigma"),
+        (Unseeded(), "test_draws_are_reproducible_for_a_fixed_seed"),
+        (ShortDraw(), "test_transcripts_have_the_requested_size_and_direction"),
+        (NaNToy(), "test_log_ratio_is_finite_per_sample_for_several_sigmas"),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, PrivacyLossModel) else "",
+)
+def test_a_broken_loss_model_fails_its_check(model: PrivacyLossModel, check: str) -> None:
+    _fails(LossModelContract(), check, model)
+
+
+# --- accountants -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Overeager(GaussianAccountant):
+    """Calibrates to half the sigma the target needs."""
+
+    def calibrate(
+        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
+    ) -> CalibrationResult:
+        result = super().calibrate(scheme, strategy, epsilon, delta)
+        return attrs.evolve(result, sigma=result.sigma / 2)
+
+
+@attrs.frozen
+class Wasteful(GaussianAccountant):
+    """Calibrates to three times the sigma the target needs."""
+
+    def calibrate(
+        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
+    ) -> CalibrationResult:
+        result = super().calibrate(scheme, strategy, epsilon, delta)
+        return attrs.evolve(result, sigma=3 * result.sigma)
+
+
+@attrs.frozen
+class RefusesEverything(GaussianAccountant):
+    """Supports no pair at all."""
+
+    def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
+        return "refuses everything"
+
+
+@attrs.frozen
+class SilentlyUnsupported(GaussianAccountant):
+    """Says it cannot account a pair, then answers anyway."""
+
+    def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
+        return "cannot"
+
+    def epsilon(
+        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
+    ) -> Any:
+        return GaussianAccountant().epsilon(scheme, strategy, sigma, delta)
+
+
+@pytest.fixture
+def pairs() -> list[tuple[SamplingScheme, Strategy]]:
+    return [(schemes.get("b_min_sep").example(), strategies.get("identity").example())]
+
+
+class TestCorrectToyAccountant(AccountantContract):
+    @pytest.fixture
+    def accountant(self) -> GaussianAccountant:
+        return GaussianAccountant()
+
+
+@pytest.mark.parametrize(
+    ("accountant", "check"),
+    [
+        (Overeager(), "test_calibrate_meets_the_target"),
+        (Wasteful(), "test_calibrate_meets_the_target"),
+        (RefusesEverything(), "test_epsilon_delta_consistent"),
+        (RefusesEverything(), "test_calibrate_meets_the_target"),
+        (SilentlyUnsupported(), "test_support_is_consistent"),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, GaussianAccountant) else "",
+)
+def test_a_broken_accountant_fails_its_check(
+    accountant: GaussianAccountant, check: str, pairs: list[tuple[SamplingScheme, Strategy]]
+) -> None:
+    _fails(AccountantContract(), check, accountant, pairs)
