@@ -14,7 +14,8 @@ from minsep.framework.interfaces import Direction, PrivacyLossModel, SamplingSch
 from minsep.framework.registries import schemes, strategies
 from minsep.framework.results import CalibrationResult
 from minsep.testing import AccountantContract, LossModelContract
-from tests.unit.montecarlo_toys import GaussianToy, NaNToy, SubsampledGaussianToy
+from minsep.testing.registered import loss_model_pairs
+from tests.unit.montecarlo_toys import GaussianToy, NaNToy, SubsampledGaussianToy, ToyScheme
 
 
 def _fails(contract: object, check: str, *args: Any) -> None:
@@ -163,3 +164,19 @@ def test_a_broken_accountant_fails_its_check(
     accountant: GaussianAccountant, check: str, pairs: list[tuple[SamplingScheme, Strategy]]
 ) -> None:
     _fails(AccountantContract(), check, accountant, pairs)
+
+
+# --- registration ------------------------------------------------------------------------------
+
+
+def test_a_newly_registered_scheme_is_enumerated_for_the_contracts() -> None:
+    """The registered-contract parameters come from the registry: a new scheme with a loss
+    model joins the loss-model contract and the E[exp(-L)] = 1 check with no test edit."""
+    name = "contract_probe_scheme"
+    schemes.register(name)(ToyScheme)
+    try:
+        keys = set(loss_model_pairs())
+        assert {f"{name}-{strategy}" for strategy in strategies.names()} <= keys
+    finally:
+        schemes.unregister(name)
+    assert not any(key.startswith(name) for key in loss_model_pairs())
