@@ -13,7 +13,12 @@ from minsep.accountants.gaussian import GaussianAccountant
 from minsep.framework.interfaces import Direction, PrivacyLossModel, SamplingScheme, Strategy
 from minsep.framework.registries import schemes, strategies
 from minsep.framework.results import CalibrationResult
-from minsep.testing import AccountantContract, LossModelContract
+from minsep.testing import (
+    AccountantContract,
+    LossModelContract,
+    assert_loss_model_matches_bruteforce,
+    assert_mc_agrees_with_exact,
+)
 from minsep.testing.registered import loss_model_pairs
 from tests.unit.montecarlo_toys import GaussianToy, NaNToy, SubsampledGaussianToy, ToyScheme
 
@@ -180,3 +185,30 @@ def test_a_newly_registered_scheme_is_enumerated_for_the_contracts() -> None:
     finally:
         schemes.unregister(name)
     assert not any(key.startswith(name) for key in loss_model_pairs())
+
+
+# --- assertion helpers -------------------------------------------------------------------------
+
+
+def test_mc_agreement_allows_k_standard_errors_and_no_more() -> None:
+    assert_mc_agrees_with_exact(1.04, 1.0, 0.01, k=5)
+    with pytest.raises(AssertionError, match=r"6\.0 standard errors"):
+        assert_mc_agrees_with_exact(1.06, 1.0, 0.01, k=5)
+    with pytest.raises(AssertionError, match="standard error"):
+        assert_mc_agrees_with_exact(1.0, 1.0, float("nan"))
+
+
+def test_bruteforce_agreement_catches_a_small_error() -> None:
+    outputs = np.arange(6.0).reshape(2, 3)
+
+    def oracle(row: np.ndarray, sigma: float) -> float:
+        return float(row.sum() / sigma)
+
+    def exact(y: np.ndarray, sigma: float) -> np.ndarray:
+        return y.sum(axis=1) / sigma
+
+    assert_loss_model_matches_bruteforce(exact, oracle, outputs, (0.5, 2.0))
+    with pytest.raises(AssertionError, match=r"sigma = 2\.0"):
+        assert_loss_model_matches_bruteforce(
+            lambda y, sigma: exact(y, sigma) + (sigma > 1) * 1e-6, oracle, outputs, (0.5, 2.0)
+        )
