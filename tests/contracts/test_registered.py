@@ -34,13 +34,8 @@ BUILTIN_ACCOUNTANTS = {"gaussian", "monte_carlo", "pld"}
 #: Built-in schemes whose Monte Carlo loss model must exist (for some registered strategy).
 BUILTIN_LOSS_MODELS = BUILTIN_SCHEMES - {"cyclic_poisson"}
 
-# Algorithm 4's loss model warns that its accounting rests on a conjecture; known here.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:multi-attribution Algorithm 4:UserWarning"),
-    pytest.mark.filterwarnings(
-        r"ignore:multi_attribution_participation \(Algorithm 4\):UserWarning"
-    ),
-]
+# Algorithm 4's model and the accountants on it warn that it rests on a conjecture: known here.
+pytestmark = pytest.mark.filterwarnings("ignore:.*conjecture:UserWarning")
 
 PAIRS = example_pairs()
 LOSS_MODEL_PAIRS = loss_model_pairs()
