@@ -23,9 +23,9 @@ def example_pairs() -> dict[str, tuple[SamplingScheme, Strategy]]:
 
 
 def build_loss_model(scheme: SamplingScheme, strategy: Strategy) -> PrivacyLossModel:
-    """``scheme.loss_model(strategy)``, silencing the warning of conjectured models."""
+    """``scheme.loss_model(strategy)``, silencing only the warning of conjectured models."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.filterwarnings("ignore", message=".*conjecture", category=UserWarning)
         return scheme.loss_model(strategy)
 
 
