@@ -44,6 +44,7 @@ lint: $(TEST_STAMP)
 	for f in minsep/*.py; do ln -s $(CURDIR)/$$f $(MYPY_TREE)/minsep/; done
 	for d in framework schemes strategies accountants training paper; do \
 		ln -s $(CURDIR)/$$d $(MYPY_TREE)/minsep/$$d; done
+	ln -s $(CURDIR)/minsep/testing $(MYPY_TREE)/minsep/testing
 	MYPYPATH=$(MYPY_TREE) $(PY) -m mypy -p minsep
 
 bench: $(TEST_STAMP)

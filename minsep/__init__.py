@@ -2,7 +2,8 @@
 
 The subpackages map to the repository's top-level folders: ``minsep.framework``,
 ``minsep.schemes``, ``minsep.strategies``, ``minsep.accountants``, ``minsep.training`` and
-``minsep.paper``.
+``minsep.paper``. ``minsep.testing`` (under ``minsep/``) holds the contract test bases that
+plugins inherit.
 """
 
 from importlib.metadata import PackageNotFoundError, version

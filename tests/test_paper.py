@@ -126,6 +126,7 @@ def test_full_grid_size_matches_the_paper() -> None:
     assert full.monte_carlo_rows() == 6 * per_epsilon == 900
 
 
+@pytest.mark.slow  # fast representative: test_production_micro_run
 def test_mse_comparison_micro_run(tmp_path: Path) -> None:
     settings = mse_comparison.MSESettings(
         n_steps=32, delta=1e-2, epsilons=(2.0,), epoch_lengths=(8,), bands=(2,), samples=4000
@@ -225,6 +226,7 @@ def test_user_level_dp_sgd_reduces_to_poisson_for_one_example() -> None:
     assert two > one * 1.5  # two examples of one user: a much larger loss
 
 
+@pytest.mark.slow  # fast representative: test_production_micro_run
 def test_multi_attribution_micro_run(tmp_path: Path) -> None:
     settings = multi_attribution.MASettings(
         graph=multi_attribution.GraphSettings(papers=1500, users=1000, seed=3),

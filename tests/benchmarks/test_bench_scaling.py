@@ -45,8 +45,6 @@ _REFERENCE: dict[str, dict[str, Any]] = {}
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[PrivacyLossModel]:
-    if "b_min_sep" not in schemes:
-        pytest.skip("b_min_sep scheme not available")
     scheme = schemes.get("b_min_sep").from_rate(STEPS, 1 / (2 * BANDS), min_sep=BANDS)
     strategy = strategies.get("banded_toeplitz").for_steps(STEPS, bands=BANDS)
     yield scheme.loss_model(strategy)

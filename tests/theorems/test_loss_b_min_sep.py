@@ -11,6 +11,7 @@ import pytest
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, Transcript
 from minsep.schemes.losses import BlockTranscript, BMinSepLossModel
+from minsep.testing import assert_loss_model_matches_bruteforce
 from tests.theorems import oracles
 from tests.theorems.support import TOL, backend, random_outputs, source
 
@@ -68,9 +69,13 @@ def test_recursion_equals_enumeration(
 ) -> None:
     model = _model(c, n, b, p, warm)
     y = random_outputs(5, n, seed=n * 31 + b)
-    for sigma in SIGMAS:
-        expected = [oracles.b_min_sep_log_ratio(c, row, sigma, p, b, warm) for row in y]
-        np.testing.assert_allclose(model.log_ratio_at(y, sigma, np), expected, rtol=0, atol=TOL)
+    assert_loss_model_matches_bruteforce(
+        lambda outputs, sigma: model.log_ratio_at(outputs, sigma, np),
+        lambda row, sigma: oracles.b_min_sep_log_ratio(c, row, sigma, p, b, warm),
+        y,
+        SIGMAS,
+        atol=TOL,
+    )
 
 
 def test_poisson_is_the_product_formula() -> None:

@@ -37,15 +37,6 @@ def test_engine_matches_pld_on_one_subsampled_gaussian_step() -> None:
     assert cert.certified >= model.exact_epsilon(DELTA, sigma)
 
 
-def _real_schemes_available() -> bool:
-    return {"poisson", "b_min_sep"} <= set(schemes.names()) and "pld" in accountants
-
-
-needs_schemes = pytest.mark.skipif(
-    not _real_schemes_available(), reason="poisson/b_min_sep schemes or pld accountant missing"
-)
-
-
 def _compare(scheme_name: str, steps: int, rate: float, sigma: float, samples: int) -> None:
     options = {"min_sep": 1} if scheme_name == "b_min_sep" else {}
     scheme = schemes.get(scheme_name).from_rate(steps, rate, **options)
@@ -63,13 +54,11 @@ def _compare(scheme_name: str, steps: int, rate: float, sigma: float, samples: i
     assert mc.certified_epsilon >= 0.99 * exact
 
 
-@needs_schemes
 @pytest.mark.parametrize("scheme_name", ["poisson", "b_min_sep"])
 def test_b1_poisson_matches_pld_small(scheme_name: str) -> None:
     _compare(scheme_name, steps=16, rate=1 / 4, sigma=1.0, samples=100_000)
 
 
-@needs_schemes
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme_name", ["poisson", "b_min_sep"])
 def test_b1_poisson_matches_pld_large(scheme_name: str) -> None:

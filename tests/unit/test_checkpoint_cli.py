@@ -109,7 +109,7 @@ def _stage(path: Path, name: str) -> dict[str, Any] | None:
     return Checkpoint(path).read().get(name)  # atomic replaces: never a partial file
 
 
-@pytest.mark.skipif("b_min_sep" not in schemes, reason="b_min_sep scheme not available")
+@pytest.mark.slow  # subprocess; fast representative: test_cli_checkpoint_resumes_and_refuses
 def test_a_killed_cli_run_resumes_to_the_same_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -114,7 +114,6 @@ def test_errors_are_one_line_with_status_2(toy: str, capsys: pytest.CaptureFixtu
     assert "need m >=" in capsys.readouterr().err
 
 
-@pytest.mark.skipif("b_min_sep" not in schemes, reason="b_min_sep scheme not available")
 def test_epsilon_on_the_real_b_min_sep_scheme(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "4", "--bands", "4", "--steps",
             "32", "--rate", "1/8", "--sigma", "1", "--delta", "1e-2", "--samples", "20000",

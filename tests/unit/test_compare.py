@@ -26,14 +26,13 @@ from minsep.framework.compare import (
 )
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Accountant
-from minsep.framework.registries import accountants, schemes
+from minsep.framework.registries import schemes
 from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import build_strategy
 
 # A tiny setup: 32 steps at p0 = 1/8; exact families only unless a test asks for more.
 EXACT = ("poisson", "cyclic_poisson", "unamplified")
 TINY = {"n_steps": 32, "rate": 1 / 8, "delta": 1e-3, "bands": (1, 2, 4)}
-MC = "monte_carlo" in accountants
 MC_OPTIONS = {"samples": 6000, "seed": 7}
 
 
@@ -250,7 +249,6 @@ def test_outputs_round_trip() -> None:
     assert len(table) == 3 + len(rows)
 
 
-@pytest.mark.skipif(not MC, reason="the Monte Carlo accountant is not registered yet")
 def test_monte_carlo_families_at_a_tiny_setup() -> None:
     setup = tiny(
         families=("balls_in_bins", "b_min_sep"),

@@ -159,6 +159,7 @@ class _SlowSquare:
         return index * index
 
 
+@pytest.mark.slow  # fast representative: test_bit_identical_to_local_for_any_window
 def test_a_killed_worker_does_not_change_the_result(cluster: Any, tmp_path: Path) -> None:
     """SIGKILL one of the 2 worker processes mid-run: the scheduler reruns the chunk it was
     computing on the other (or the restarted) worker, and the merged tally is bit-identical."""
@@ -202,6 +203,7 @@ def test_a_chunk_failing_every_time_reaches_the_caller(cluster: Any, tmp_path: P
     assert _run(task, _executor(cluster)).to_dict() == _local(task).to_dict()
 
 
+@pytest.mark.slow  # fast representative: test_bit_identical_to_local_for_any_window
 def test_a_crashed_client_resumes_from_its_checkpoint_on_dask(cluster: Any, tmp_path: Path) -> None:
     task = _task()
     path = tmp_path / "run.ckpt"
@@ -230,6 +232,7 @@ def test_a_crashed_client_resumes_from_its_checkpoint_on_dask(cluster: Any, tmp_
     assert resumed.to_dict() == _local(task).to_dict()
 
 
+@pytest.mark.slow  # fast representative: test_bit_identical_to_local_for_any_window
 def test_in_process_local_cluster_and_accountant() -> None:
     """``scheduler=None`` starts (once) and closes a LocalCluster; the accountant's Dask
     executor gives the local answer."""

@@ -20,6 +20,7 @@ from minsep.schemes import (
     MultiAttributionParticipation,
     Poisson,
     Truncated,
+    losses,
 )
 
 
@@ -251,7 +252,6 @@ def test_truncated_b_min_sep_loss_model(recorded: list[tuple[str, dict[str, Any]
 
 
 def test_real_loss_models_are_built() -> None:
-    losses = pytest.importorskip("minsep.schemes.losses")
     model = BMinSep(n_steps=6, rate=0.1, min_sep=2).loss_model(TWO)  # type: ignore[arg-type]
     assert isinstance(model, losses.BMinSepLossModel)
     assert model.n_steps == 6
