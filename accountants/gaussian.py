@@ -19,16 +19,14 @@ the universal (loose) fallback.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import attrs
 import dp_accounting
 from scipy import special
 
-from minsep.accountants.pld import check_delta, check_epsilon, check_sigma
 from minsep.framework.errors import CalibrationError
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
@@ -89,72 +87,51 @@ class GaussianAccountant(Accountant):
             raise CalibrationError(f"strategy sensitivity {value!r} is not a finite number > 0")
         return value
 
-    def epsilon(
-        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
-    ) -> EpsilonResult:
+    def _epsilon(self, question: Question) -> EpsilonResult:
         """epsilon(delta) of the Gaussian mechanism with multiplier ``sigma / S``."""
-        self.require(scheme, strategy)
-        owner = type(self).__name__
-        check_sigma(owner, sigma)
-        check_delta(owner, delta)
-        start = time.perf_counter()
-        sens = self.sensitivity(scheme, strategy)
-        s = sigma / sens
-        root = float(dp_accounting.get_epsilon_gaussian(s, delta, tol=_TOL))
+        q = question
+        sens = self.sensitivity(q.scheme, q.strategy)
+        s = q.sigma / sens
+        root = float(dp_accounting.get_epsilon_gaussian(s, q.delta, tol=_TOL))
         # Brent's root is only within tol of the exact epsilon: move it up until it is certified.
-        value = _nudged_up(root + _TOL, lambda e: gaussian_delta(s, e) <= delta)
+        value = _nudged_up(root + _TOL, lambda e: gaussian_delta(s, e) <= q.delta)
         return EpsilonResult(
-            **self.provenance(scheme, strategy, "exact"),
-            seconds=time.perf_counter() - start,
+            **q.provenance("exact"),
             notes=self._notes(sens),
             epsilon=value,
             certified_epsilon=value,
-            delta=delta,
-            sigma=sigma,
+            delta=q.delta,
+            sigma=q.sigma,
         )
 
-    def delta(
-        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
-    ) -> DeltaResult:
+    def _delta(self, question: Question) -> DeltaResult:
         """delta(epsilon) of the Gaussian mechanism with multiplier ``sigma / S``."""
-        self.require(scheme, strategy)
-        owner = type(self).__name__
-        check_sigma(owner, sigma)
-        check_epsilon(owner, epsilon)
-        start = time.perf_counter()
-        sens = self.sensitivity(scheme, strategy)
-        value = gaussian_delta(sigma / sens, epsilon)
+        q = question
+        sens = self.sensitivity(q.scheme, q.strategy)
+        value = gaussian_delta(q.sigma / sens, q.epsilon)
         return DeltaResult(
-            **self.provenance(scheme, strategy, "exact"),
-            seconds=time.perf_counter() - start,
+            **q.provenance("exact"),
             notes=self._notes(sens),
             delta=value,
             certified_delta=value,
-            epsilon=epsilon,
-            sigma=sigma,
+            epsilon=q.epsilon,
+            sigma=q.sigma,
         )
 
-    def calibrate(
-        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
-    ) -> CalibrationResult:
+    def _calibrate(self, question: Question) -> CalibrationResult:
         """``sigma = S * sigma_1(epsilon, delta)``, nudged up until delta(epsilon) <= delta."""
-        self.require(scheme, strategy)
-        owner = type(self).__name__
-        check_epsilon(owner, epsilon)
-        check_delta(owner, delta)
-        start = time.perf_counter()
-        sens = self.sensitivity(scheme, strategy)
-        unit = float(dp_accounting.get_sigma_gaussian(epsilon, delta, tol=_TOL))
+        q = question
+        sens = self.sensitivity(q.scheme, q.strategy)
+        unit = float(dp_accounting.get_sigma_gaussian(q.epsilon, q.delta, tol=_TOL))
         sigma = _nudged_up(
-            sens * (unit + _TOL), lambda s: gaussian_delta(s / sens, epsilon) <= delta
+            sens * (unit + _TOL), lambda s: gaussian_delta(s / sens, q.epsilon) <= q.delta
         )
         return CalibrationResult(
-            **self.provenance(scheme, strategy, "exact"),
-            seconds=time.perf_counter() - start,
+            **q.provenance("exact"),
             notes=self._notes(sens),
             sigma=sigma,
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=q.epsilon,
+            delta=q.delta,
             certified=True,
             candidates=(sigma,),
         )

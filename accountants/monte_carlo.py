@@ -14,7 +14,6 @@ import contextlib
 import functools
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
     PrivacyLossModel,
+    Question,
     SamplingScheme,
     Strategy,
 )
@@ -258,12 +258,10 @@ class MonteCarloAccountant(Accountant):
             checkpoint=self._checkpoint(),
         )
 
-    def _provenance(
-        self, scheme: SamplingScheme, strategy: Strategy, model: PrivacyLossModel
-    ) -> dict[str, Any]:
+    def _provenance(self, question: Question, model: PrivacyLossModel) -> dict[str, Any]:
         backend = get_backend(self.backend)
         return {
-            **self.provenance(scheme, strategy, "monte_carlo"),
+            **question.provenance("monte_carlo"),
             "backend": backend.name,
             "kernels": model.kernel_set(backend),  # as seen by this process
         }
@@ -275,34 +273,31 @@ class MonteCarloAccountant(Accountant):
     # -- questions ------------------------------------------------------------------------
 
     @_holding_checkpoint
-    def epsilon(
-        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
-    ) -> EpsilonResult:
+    def _epsilon(self, question: Question) -> EpsilonResult:
         """Certified epsilon at ``delta`` by EVR; ``epsilon`` is the point estimate.
 
         ``certified_epsilon``: the run is ``(certified_epsilon, delta)``-DP, the verification
         failure ``failure_probability`` folded into ``delta`` (``inf`` when nothing verified).
         """
-        v.check_range("MonteCarloAccountant.epsilon", "sigma", sigma, low=0.0, low_open=True)
-        model = self._model(scheme, strategy)
+        sigma, delta = question.sigma, question.delta
+        model = self._model(question.scheme, question.strategy)
         seed = self._seed()
         cert = certify_epsilon(
             model,
-            float(sigma),
-            float(delta),
+            sigma,
+            delta,
             samples=self.samples,
             pilot_samples=self._pilot(),
             seed=seed,
             config=self._config(model),
         )
         return EpsilonResult(
-            **self._provenance(scheme, strategy, model),
-            seconds=cert.seconds,
+            **self._provenance(question, model),
             notes=self._notes(model, cert.notes()),
             epsilon=cert.estimate,
             certified_epsilon=cert.certified,
-            delta=float(delta),
-            sigma=float(sigma),
+            delta=delta,
+            sigma=sigma,
             samples=self.samples,
             seed=seed,
             failure_probability=cert.failure_probability,
@@ -312,30 +307,27 @@ class MonteCarloAccountant(Accountant):
         )
 
     @_holding_checkpoint
-    def delta(
-        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
-    ) -> DeltaResult:
+    def _delta(self, question: Question) -> DeltaResult:
         """Certified delta at ``epsilon`` by EVR; ``delta`` is the empirical estimate."""
-        v.check_range("MonteCarloAccountant.delta", "sigma", sigma, low=0.0, low_open=True)
-        model = self._model(scheme, strategy)
+        sigma, epsilon = question.sigma, question.epsilon
+        model = self._model(question.scheme, question.strategy)
         seed = self._seed()
         cert = certify_delta(
             model,
-            float(sigma),
-            float(epsilon),
+            sigma,
+            epsilon,
             samples=self.samples,
             pilot_samples=self._pilot(),
             seed=seed,
             config=self._config(model),
         )
         return DeltaResult(
-            **self._provenance(scheme, strategy, model),
-            seconds=cert.seconds,
+            **self._provenance(question, model),
             notes=self._notes(model, cert.notes()),
             delta=cert.estimate,
             certified_delta=cert.certified,
-            epsilon=float(epsilon),
-            sigma=float(sigma),
+            epsilon=epsilon,
+            sigma=sigma,
             samples=self.samples,
             seed=seed,
             failure_probability=cert.failure_probability,
@@ -345,9 +337,7 @@ class MonteCarloAccountant(Accountant):
         )
 
     @_holding_checkpoint
-    def calibrate(
-        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
-    ) -> CalibrationResult:
+    def _calibrate(self, question: Question) -> CalibrationResult:
         """Smallest certified sigma by Algorithm 5 over a geometric sweep.
 
         The pilot (stream 0) locates where ``delta_hat(epsilon)`` crosses the base delta; the
@@ -355,15 +345,14 @@ class MonteCarloAccountant(Accountant):
         fresh draws (stream 1) shared by all sigmas. Raises CalibrationError when the most
         private entry fails (fall back to an exact accountant).
         """
-        start = time.perf_counter()
-        v.check_range("MonteCarloAccountant.calibrate", "epsilon", epsilon, low=0.0)
-        model = self._model(scheme, strategy)
+        epsilon, delta = question.epsilon, question.delta
+        model = self._model(question.scheme, question.strategy)
         seed = self._seed()
         config = self._config(model)
-        delta_b = base_delta(self.samples, float(delta))
+        delta_b = base_delta(self.samples, delta)
         centre = locate_sigma(
             model,
-            float(epsilon),
+            epsilon,
             delta_b,
             samples=self._pilot(),
             seed=seed,
@@ -376,8 +365,8 @@ class MonteCarloAccountant(Accountant):
         result = calibrate_sweep(
             model,
             sweep,
-            float(epsilon),
-            float(delta),
+            epsilon,
+            delta,
             samples=self.samples,
             seed=seed,
             config=config,
@@ -395,12 +384,11 @@ class MonteCarloAccountant(Accountant):
                 "sigma_low or widen the sweep)."
             )
         return CalibrationResult(
-            **self._provenance(scheme, strategy, model),
-            seconds=time.perf_counter() - start,
+            **self._provenance(question, model),
             notes=self._notes(model, tuple(notes)),
             sigma=result.sigma,
-            epsilon=float(epsilon),
-            delta=float(delta),
+            epsilon=epsilon,
+            delta=delta,
             certified=True,
             candidates=result.sweep,
             samples=self.samples,
@@ -410,7 +398,6 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
         )
 
-    @_holding_checkpoint
     def curve(
         self,
         scheme: SamplingScheme,
@@ -420,10 +407,20 @@ class MonteCarloAccountant(Accountant):
         failure_probability: float = 1e-6,
     ) -> CertifiedCurve:
         """Upper bounds on delta(eps) holding simultaneously on the grid ``epsilons``."""
-        model = self._model(scheme, strategy)
+        question = self.ask("curve", scheme, strategy, sigma=sigma)
+        with self._hold_checkpoint():
+            return self._curve(question, epsilons, failure_probability)
+
+    def _curve(
+        self,
+        question: Question,
+        epsilons: list[float] | tuple[float, ...],
+        failure_probability: float,
+    ) -> CertifiedCurve:
+        model = self._model(question.scheme, question.strategy)
         return certified_curve(
             model,
-            float(sigma),
+            question.sigma,
             epsilons,
             samples=self.samples,
             seed=self._seed(),

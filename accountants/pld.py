@@ -19,7 +19,6 @@ Which schemes it accounts is decided by the scheme's hook alone: no dispatch on 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from dp_accounting import NeighboringRelation
 from dp_accounting.pld import pld_privacy_accountant
 
 from minsep.framework.errors import CalibrationError, NotAccountableError
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 from minsep.framework.validation import check_range, number
@@ -203,66 +202,49 @@ class PLDAccountant(Accountant):
         check_sigma(type(self).__name__, sigma)
         return scheme.dp_event(strategy, sigma)
 
-    def epsilon(
-        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
-    ) -> EpsilonResult:
+    def _epsilon(self, question: Question) -> EpsilonResult:
         """Exact epsilon(delta) at ``sigma`` (an upper bound to the PLD grid)."""
-        start = time.perf_counter()
-        event = self.event(scheme, strategy, sigma)
-        check_delta(type(self).__name__, delta)
-        value = self._epsilon(event, delta)
+        q = question
+        value = self._epsilon_of(q.scheme.dp_event(q.strategy, q.sigma), q.delta)
         return EpsilonResult(
-            **self.provenance(scheme, strategy, "exact"),
-            seconds=time.perf_counter() - start,
+            **q.provenance("exact"),
             epsilon=value,
             certified_epsilon=value,
-            delta=delta,
-            sigma=sigma,
+            delta=q.delta,
+            sigma=q.sigma,
         )
 
-    def delta(
-        self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
-    ) -> DeltaResult:
+    def _delta(self, question: Question) -> DeltaResult:
         """Exact delta(epsilon) at ``sigma``, max over both directions (an upper bound)."""
-        start = time.perf_counter()
-        event = self.event(scheme, strategy, sigma)
-        check_epsilon(type(self).__name__, epsilon)
+        q = question
         accountant = self._new()
-        accountant.compose(event)
-        value = min(max(float(accountant.get_delta(epsilon)), 0.0), 1.0)
+        accountant.compose(q.scheme.dp_event(q.strategy, q.sigma))
+        value = min(max(float(accountant.get_delta(q.epsilon)), 0.0), 1.0)
         return DeltaResult(
-            **self.provenance(scheme, strategy, "exact"),
-            seconds=time.perf_counter() - start,
+            **q.provenance("exact"),
             delta=value,
             certified_delta=value,
-            epsilon=epsilon,
-            sigma=sigma,
+            epsilon=q.epsilon,
+            sigma=q.sigma,
         )
 
-    def calibrate(
-        self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
-    ) -> CalibrationResult:
+    def _calibrate(self, question: Question) -> CalibrationResult:
         """The smallest sigma (within ``sigma_rtol``) whose exact epsilon(delta) <= ``epsilon``.
 
         Conservative: the returned sigma was evaluated and meets the target.
         """
-        self.require(scheme, strategy)
-        owner = type(self).__name__
-        check_epsilon(owner, epsilon)
-        check_delta(owner, delta)
-        start = time.perf_counter()
+        q = question
 
         def epsilon_at(sigma: float) -> float:
-            return self._epsilon(scheme.dp_event(strategy, sigma), delta)
+            return self._epsilon_of(q.scheme.dp_event(q.strategy, sigma), q.delta)
 
-        sigma, achieved, examined = conservative_sigma(epsilon_at, epsilon, rtol=self.sigma_rtol)
+        sigma, achieved, examined = conservative_sigma(epsilon_at, q.epsilon, rtol=self.sigma_rtol)
         return CalibrationResult(
-            **self.provenance(scheme, strategy, "exact"),
-            seconds=time.perf_counter() - start,
+            **q.provenance("exact"),
             notes=(f"exact epsilon at the returned sigma: {achieved!r}",),
             sigma=sigma,
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=q.epsilon,
+            delta=q.delta,
             certified=True,
             candidates=tuple(sorted(examined, reverse=True)),
         )
@@ -275,7 +257,7 @@ class PLDAccountant(Accountant):
             value_discretization_interval=self.value_discretization_interval,
         )
 
-    def _epsilon(self, event: dp_event.DpEvent, delta: float) -> float:
+    def _epsilon_of(self, event: dp_event.DpEvent, delta: float) -> float:
         accountant = self._new()
         accountant.compose(event)
         return max(float(accountant.get_epsilon(delta)), 0.0)

@@ -9,15 +9,17 @@ identically zero under Q (zero-out adjacency).
 from __future__ import annotations
 
 import enum
+import math
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+import attrs
 import numpy as np
 
-from minsep.framework.errors import NotAccountableError
-from minsep.framework.questions import QUESTIONS, checked_question
-from minsep.framework.validation import check_keywords
+from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.validation import check_keywords, check_range
 
 if TYPE_CHECKING:
     from dp_accounting import dp_event
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
     from minsep.framework.backend import Backend, RandomSource
     from minsep.framework.parameters import CompareContext, CompareVariant, Parameter
     from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+
+
+#: A result type (EpsilonResult, DeltaResult, CalibrationResult).
+R = TypeVar("R")
 
 
 class Direction(enum.Enum):
@@ -321,6 +327,80 @@ class SamplingScheme(ABC):
         return {"scheme": self.name, "n_steps": self.n_steps, "rate": self.rate}
 
 
+#: Numeric arguments of the questions: ``check_range`` keywords of their allowed ranges.
+_QUESTION_NUMBERS: dict[str, dict[str, Any]] = {
+    "sigma": {"low": 0.0, "low_open": True},
+    "delta": {"low": 0.0, "high": 1.0, "low_open": True, "high_open": True},
+    "epsilon": {"low": 0.0},
+}
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@attrs.frozen
+class Question:
+    """One checked question to an accountant: ``name`` (``"epsilon"``, ``"delta"``,
+    ``"calibrate"``, ...) about ``(scheme, strategy)`` with its numbers as Python floats
+    (NaN where the question has no such number).
+
+    Built by :meth:`checked`, which refuses, before any work and with a ConfigurationError
+    naming the argument: a scheme that is not a :class:`SamplingScheme` or a strategy that is
+    not a :class:`Strategy` (swapped or None arguments), and numbers out of range (sigma > 0,
+    delta in (0, 1), epsilon >= 0, finite; strings and bools refused, numpy scalars taken).
+    """
+
+    accountant: Accountant
+    name: str
+    scheme: SamplingScheme
+    strategy: Strategy
+    sigma: float = math.nan
+    delta: float = math.nan
+    epsilon: float = math.nan
+
+    @classmethod
+    def checked(
+        cls,
+        accountant: Accountant,
+        name: str,
+        scheme: Any,
+        strategy: Any,
+        **numbers: Any,
+    ) -> Question:
+        """The question with its arguments checked (see the class)."""
+        owner = f"{type(accountant).__name__}.{name}"
+        order = ", ".join(["scheme", "strategy", *numbers])
+        for argument, value, kind in (
+            ("scheme", scheme, SamplingScheme),
+            ("strategy", strategy, Strategy),
+        ):
+            if not isinstance(value, kind):
+                raise ConfigurationError(
+                    f"{owner}.{argument} = {_short(value)} is invalid: must be a "
+                    f"{kind.__name__} (got {type(value).__name__}; the arguments are ({order}))",
+                    parameter=argument,
+                )
+        checked = {}
+        for argument, value in numbers.items():
+            limits = _QUESTION_NUMBERS.get(argument)
+            if limits is None:
+                raise ConfigurationError(f"{owner} has no argument {argument!r}")
+            checked[argument] = float(check_range(owner, argument, value, **limits))
+        return cls(accountant, name, scheme, strategy, **checked)
+
+    def provenance(self, method: str) -> dict[str, Any]:
+        """The fields every result of this question shares (who answered, how, about what)."""
+        return self.accountant.provenance(self.scheme, self.strategy, method)
+
+    def timed(self, answer: Callable[[Question], R]) -> R:
+        """``answer(self)`` with ``seconds`` set to the wall time it took."""
+        start = time.perf_counter()
+        result = answer(self)
+        return attrs.evolve(result, seconds=time.perf_counter() - start)  # type: ignore[misc]
+
+
 class Accountant(ABC):
     """Turns (scheme, strategy, sigma) into privacy guarantees.
 
@@ -332,16 +412,6 @@ class Accountant(ABC):
     #: The registry the class is registered in (set by ``Registry.register``); lets
     #: :meth:`require` name the accountants that can, without importing the registries.
     registry: ClassVar[Any]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Check the arguments of every question a subclass defines (``questions.py``):
-        wrong types, swapped or None schemes/strategies and out-of-range numbers raise
-        ConfigurationError naming the argument before any work."""
-        super().__init_subclass__(**kwargs)
-        for name in QUESTIONS:
-            method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "__isabstractmethod__", False):
-                setattr(cls, name, checked_question(method))
 
     @classmethod
     def example(cls) -> Accountant:
@@ -388,20 +458,57 @@ class Accountant(ABC):
             f"Accountants that can: {', '.join(able) if able else 'none'}"
         )
 
-    @abstractmethod
+    # -- the questions: template methods ------------------------------------------------
+    #
+    # The public questions check their arguments (``Question.checked``: types,
+    # swapped or None scheme/strategy, ranges), refuse an unsupported pair naming the
+    # accountants that can, and time the answer, once for every accountant. Implementations
+    # fill in the math: ``_epsilon``, ``_delta``, ``_calibrate``, each given the checked
+    # :class:`Question` (whose ``provenance(method)`` gives the
+    # fields every result shares).
+
+    def ask(
+        self, name: str, scheme: SamplingScheme, strategy: Strategy, **numbers: Any
+    ) -> Question:
+        """The checked question ``name`` about ``(scheme, strategy)``; raises ConfigurationError
+        for bad arguments and NotAccountableError for a pair this accountant cannot account."""
+
+        question = Question.checked(self, name, scheme, strategy, **numbers)
+        self.require(question.scheme, question.strategy)
+        return question
+
     def epsilon(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
     ) -> EpsilonResult:
         """The smallest epsilon such that the run is (epsilon, delta)-DP at ``sigma``."""
+        question = self.ask("epsilon", scheme, strategy, sigma=sigma, delta=delta)
+        return question.timed(self._epsilon)
 
-    @abstractmethod
     def delta(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, epsilon: float
     ) -> DeltaResult:
         """delta(epsilon) = max over directions of E[(1 - e^{epsilon - L})_+]."""
+        question = self.ask("delta", scheme, strategy, sigma=sigma, epsilon=epsilon)
+        return question.timed(self._delta)
 
-    @abstractmethod
     def calibrate(
         self, scheme: SamplingScheme, strategy: Strategy, epsilon: float, delta: float
     ) -> CalibrationResult:
         """The smallest noise multiplier certified (epsilon, delta)-DP (conservative)."""
+        question = self.ask("calibrate", scheme, strategy, epsilon=epsilon, delta=delta)
+        return question.timed(self._calibrate)
+
+    @abstractmethod
+    def _epsilon(self, question: Question) -> EpsilonResult:
+        """:meth:`epsilon` for a checked, supported question (``question.sigma``,
+        ``question.delta``)."""
+
+    @abstractmethod
+    def _delta(self, question: Question) -> DeltaResult:
+        """:meth:`delta` for a checked, supported question (``question.sigma``,
+        ``question.epsilon``)."""
+
+    @abstractmethod
+    def _calibrate(self, question: Question) -> CalibrationResult:
+        """:meth:`calibrate` for a checked, supported question (``question.epsilon``,
+        ``question.delta``)."""

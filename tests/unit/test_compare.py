@@ -25,7 +25,7 @@ from minsep.framework.compare import (
     format_table,
 )
 from minsep.framework.errors import CalibrationError, ConfigurationError
-from minsep.framework.interfaces import Accountant
+from minsep.framework.interfaces import Accountant, Question
 from minsep.framework.registries import schemes
 from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import build_strategy
@@ -175,13 +175,13 @@ class _Failing(Accountant):
     def why_not(self, scheme: Any, strategy: Any) -> str | None:
         return None
 
-    def epsilon(self, *args: Any) -> Any:
+    def _epsilon(self, question: Question) -> Any:
         raise CalibrationError("never")
 
-    def delta(self, *args: Any) -> Any:
+    def _delta(self, question: Question) -> Any:
         raise CalibrationError("never")
 
-    def calibrate(self, *args: Any) -> Any:
+    def _calibrate(self, question: Question) -> Any:
         raise CalibrationError("first sweep entry failed")
 
 
@@ -207,13 +207,13 @@ def test_uncertified_rows_are_kept_with_a_note(monkeypatch: pytest.MonkeyPatch) 
 class _Bottom(_Failing):
     """Calibrates to the smallest sigma it examined."""
 
-    def calibrate(self, scheme: Any, strategy: Any, epsilon: float, delta: float) -> Any:
+    def _calibrate(self, question: Question) -> Any:
         return CalibrationResult(
             accountant="gaussian",
             method="monte_carlo",
             sigma=1.0,
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=question.epsilon,
+            delta=question.delta,
             candidates=(1.2, 1.1, 1.0),
             failure_probability=1e-5,
         )

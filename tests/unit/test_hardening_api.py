@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from minsep.framework.errors import ConfigurationError, SchedulerUnreachableError
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants, schemes, strategies
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult, Result
 from tests.unit.montecarlo_toys import ToyScheme, ToyStrategy
@@ -110,15 +110,21 @@ def test_plugin_accountants_get_the_checks_too() -> None:
         def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
             return None
 
-        def epsilon(self, scheme: Any, strategy: Any, sigma: float, delta: float) -> Any:
-            calls.append((sigma, delta))
-            return None
+        def _epsilon(self, question: Question) -> Any:
+            calls.append((question.sigma, question.delta))
+            return EpsilonResult(
+                **question.provenance("exact"),
+                epsilon=1.0,
+                certified_epsilon=1.0,
+                delta=question.delta,
+                sigma=question.sigma,
+            )
 
-        def delta(self, scheme: Any, strategy: Any, sigma: float, epsilon: float) -> Any:
-            return None
+        def _delta(self, question: Question) -> Any:
+            raise AssertionError("not asked")
 
-        def calibrate(self, scheme: Any, strategy: Any, epsilon: float, delta: float) -> Any:
-            return None
+        def _calibrate(self, question: Question) -> Any:
+            raise AssertionError("not asked")
 
     scheme, strategy = _pair()
     with pytest.raises(ConfigurationError, match=r"Plugin\.epsilon\.scheme"):

@@ -14,7 +14,7 @@ import pytest
 from minsep.framework import validation as v
 from minsep.framework.backend import numpy_backend
 from minsep.framework.errors import ConfigurationError
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.results import CalibrationResult
 from minsep.training.data import synthetic
 from minsep.training.private import PrivateRun
@@ -101,13 +101,14 @@ class _Recording(Accountant):
     def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
         return None
 
-    def epsilon(self, scheme, strategy, sigma, delta):  # type: ignore[no-untyped-def]
+    def _epsilon(self, question: Question) -> Any:
         raise NotImplementedError
 
-    def delta(self, scheme, strategy, sigma, epsilon):  # type: ignore[no-untyped-def]
+    def _delta(self, question: Question) -> Any:
         raise NotImplementedError
 
-    def calibrate(self, scheme, strategy, epsilon, delta) -> CalibrationResult:
+    def _calibrate(self, question: Question) -> CalibrationResult:
+        scheme, strategy = question.scheme, question.strategy
         self.seen.append((scheme, strategy))
         return CalibrationResult(
             accountant="recording",
@@ -115,8 +116,8 @@ class _Recording(Accountant):
             scheme=scheme.public_parameters(),
             strategy={"strategy": type(strategy).__name__, "bands": strategy.bands},
             sigma=self.sigma,
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=question.epsilon,
+            delta=question.delta,
         )
 
 
