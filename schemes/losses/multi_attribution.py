@@ -28,7 +28,7 @@ from minsep.schemes.losses.fused import correlated_noise
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
-    logsumexp_rows,
+    logsumexp_terms,
 )
 from minsep.schemes.losses.sampling import user_participation
 from minsep.schemes.losses.transcript import BlockTranscript
@@ -59,12 +59,12 @@ def multi_attribution_log_ratio(
     norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``)."""
     weights = binomial_log_weights(max_user_examples, probability)
     scaled_dots, scaled_norms = dots / sigma**2, norms / sigma**2
-    terms = [
-        weights[j] + j * scaled_dots - (0.5 * j * j) * scaled_norms
-        for j in range(1, max_user_examples + 1)
-        if math.isfinite(weights[j])
-    ]
-    log_go = logsumexp_rows(terms, xp)
+    counts = [j for j in range(1, max_user_examples + 1) if math.isfinite(weights[j])]
+
+    def term(j: int) -> Any:  # ln[Pr(j examples) r^{(j)}], one (n_samples, n) array at a time
+        return weights[j] + j * scaled_dots - (0.5 * j * j) * scaled_norms
+
+    log_go = logsumexp_terms(term, counts, xp)
     g = backward_log_recursion(log_go, weights[0], min_sep, xp)
     return g[0]
 
