@@ -12,12 +12,14 @@ accounts it as cold (a post-processing of the cold-start mechanism), so only col
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any, ClassVar
 
 import attrs
-from scipy import special
+import numpy as np
+from scipy import special, stats
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
@@ -33,9 +35,22 @@ from minsep.schemes.losses.recursion import (
 from minsep.schemes.losses.sampling import user_participation
 from minsep.schemes.losses.transcript import BlockTranscript
 
+#: Most trials for which binomial_log_weights uses exact big-integer coefficients.
+EXACT_TRIALS = 1000
 
+
+@functools.lru_cache(maxsize=32)
 def binomial_log_weights(trials: int, p: float) -> list[float]:
-    """``ln Pr[Binomial(trials, p) = j]`` for j = 0..trials (``-inf`` for impossible j)."""
+    """``ln Pr[Binomial(trials, p) = j]`` for j = 0..trials (``-inf`` for impossible j).
+
+    Exact binomial coefficients up to ``EXACT_TRIALS`` trials; beyond, scipy's ``binom.logpmf``
+    (log-gamma form, float64 rounding; exact big-integer coefficients would cost O(k_u^2)).
+    Cached (it is needed for every sigma of every chunk); callers must not mutate the list.
+    """
+    if trials > EXACT_TRIALS:
+        with np.errstate(divide="ignore"):
+            logpmf = stats.binom.logpmf(np.arange(trials + 1), trials, p)
+        return [float(w) for w in logpmf]
     log_p, log_q = log_or_neg_inf(p), log_or_neg_inf(1.0 - p)
     weights = []
     for j in range(trials + 1):
@@ -111,6 +126,12 @@ class MultiAttributionLossModel(PrivacyLossModel):
             rng,
             backend.xp,
         )
+
+    def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
+        """Peak bytes per sample of a chunk (memory planning): 10 rows of n float64, whatever
+        k_u (the transcript's 2, and dots, scaled dots, one term, its peak, running sum and
+        temporaries of the streamed sum over j; measured peak 72 n bytes)."""
+        return 8 * 10 * self.n_steps
 
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
