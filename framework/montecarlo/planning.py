@@ -52,8 +52,12 @@ ENGINE_BYTES_PER_SAMPLE = 64
 PREFERRED_VALUES_PER_CHUNK = 1 << 23
 #: Preferred chunk sizes are clipped to this range, then to what the memory budget allows.
 PREFERRED_CHUNK_RANGE = (1024, 65536)
-#: Sample-steps timed per direction by :func:`measure_rates` (about 0.05 s here).
+#: Most sample-steps timed per direction by :func:`measure_rates` (about 0.05 s here).
 PROBE_SAMPLE_STEPS = 1 << 21
+#: A probe that takes this long is long enough to time (seconds).
+PROBE_SECONDS = 0.05
+#: A warm-up this slow is kept as the measurement instead of being repeated (seconds).
+WARM_UP_SECONDS = 1.0
 
 #: Logger of the plans (the CLI prints its INFO records on stderr).
 logger = logging.getLogger("minsep.plan")
@@ -238,10 +242,15 @@ class RunPlan:
         return (
             f"{self.question}: estimated {format_seconds(total)} for "
             f"{self.total_samples:,} samples (measured here: "
-            f"{1.0 / max(self.draw_seconds, 1e-12):,.0f} draws/s and "
-            f"{1.0 / max(self.eval_seconds, 1e-12):,.0f} evaluations/s per worker"
+            f"{_rate(self.draw_seconds)} draws/s and {_rate(self.eval_seconds)} "
+            "evaluations/s per worker"
             f"{', assuming the workers run in parallel' if self.workers > 1 else ''})"
         )
+
+
+def _rate(seconds: float) -> str:
+    rate = 1.0 / max(seconds, 1e-12)
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
 
 
 def _probe_samples(model: PrivacyLossModel, chunk_size: int) -> int:
@@ -258,27 +267,37 @@ def measure_rates(
 ) -> tuple[float, float]:
     """``(draw, evaluation)`` seconds per sample and direction, timed on a small probe.
 
-    Per direction: a one-sample warm-up (compiles kernels), then ``draw`` of ``p = min(chunk,
-    2**21 / n)`` samples and one ``privacy_loss`` plus tally at ``sigma``; the probe draws on
-    its own seed sequence (spawn key ``(2**31,)``), never from a run's streams.
+    Per direction: a one-sample warm-up (compiles kernels; used as the measurement when it
+    takes ``WARM_UP_SECONDS`` or more, an overestimate), then probes of 1, 8, 64, ...
+    samples (``draw``, then one ``privacy_loss`` plus tally at ``sigma``) until one takes
+    ``PROBE_SECONDS`` or reaches ``min(chunk, 2**21 / n)`` samples; the last one is used. A
+    costly model (e.g. large k_u) is thus timed on a single sample. The probe draws on its own
+    seed sequence (spawn key ``(2**31, direction)``), never from a run's streams.
     """
     from minsep.framework.montecarlo.accumulators import BinSpec, LossTally
     from minsep.framework.montecarlo.sampling import _accumulate  # imports this module
 
     resolved = get_backend(backend)
-    size = _probe_samples(model, chunk_size)
+    largest = _probe_samples(model, chunk_size)
     draw_total = eval_total = 0.0
     directions = (Direction.REMOVE, Direction.ADD)
     for code, direction in enumerate(directions):
-        root = np.random.SeedSequence(seed, spawn_key=(1 << 31, code))
-        warm_rng, rng = (resolved.rng(child) for child in root.spawn(2))
-        model.privacy_loss(model.draw(1, direction, warm_rng, resolved), sigma)
-        start = time.perf_counter()
-        transcript = model.draw(size, direction, rng, resolved)
-        middle = time.perf_counter()
-        loss = model.privacy_loss(transcript, sigma)
-        _accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
-        end = time.perf_counter()
+        rngs = iter(np.random.SeedSequence(seed, spawn_key=(1 << 31, code)).spawn(64))
+        size, warm = 1, True
+        while True:
+            start = time.perf_counter()
+            transcript = model.draw(size, direction, resolved.rng(next(rngs)), resolved)
+            middle = time.perf_counter()
+            loss = model.privacy_loss(transcript, sigma)
+            _accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
+            end = time.perf_counter()
+            if warm:  # the warm-up compiles kernels; it counts only when already slow
+                warm = False
+                if end - start < WARM_UP_SECONDS:
+                    continue
+            if end - start >= PROBE_SECONDS or size >= largest:
+                break
+            size = min(8 * size, largest)
         draw_total += (middle - start) / size
         eval_total += (end - middle) / size
     return draw_total / len(directions), eval_total / len(directions)

@@ -12,6 +12,7 @@ steps), else stays at 0; from s >= 1 it moves to s-1.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -145,9 +146,13 @@ def steps_to_pattern(steps: Any, n_steps: int, xp: Any) -> Any:
     return pattern
 
 
+@functools.lru_cache(maxsize=32)
 def binomial_thresholds(trials: int, p: float) -> np.ndarray:
-    """``F(m) = Pr[Binomial(trials, p) <= m]`` for m = 0..trials-1 (inverse-CDF thresholds)."""
-    return np.asarray(stats.binom.cdf(np.arange(trials), trials, p), dtype=np.float64)
+    """``F(m) = Pr[Binomial(trials, p) <= m]`` for m = 0..trials-1 (inverse-CDF thresholds;
+    cached, read-only)."""
+    thresholds = np.asarray(stats.binom.cdf(np.arange(trials), trials, p), dtype=np.float64)
+    thresholds.setflags(write=False)
+    return thresholds
 
 
 def user_participation(
