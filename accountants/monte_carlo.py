@@ -52,6 +52,7 @@ from minsep.framework.montecarlo import (
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
 from minsep.framework.montecarlo.planning import (
     available_memory,
+    fixed_bytes,
     format_bytes,
     sample_bytes,
 )
@@ -314,6 +315,7 @@ class MonteCarloAccountant(Accountant):
             bytes_per_sample=sample_bytes(model, backend),
             memory_budget=self._budget(),
             workers=self.workers,
+            fixed_bytes=fixed_bytes(model),
         )
         if not measure:
             return plan

@@ -1,6 +1,7 @@
 """Plan a Monte Carlo run before it allocates or spends anything: memory, chunks and time.
 
-Memory. A worker holds one chunk at a time: ``chunk_size * bytes_per_sample`` bytes, where
+Memory. A worker holds one chunk at a time: ``chunk_size * bytes_per_sample + fixed_bytes``
+bytes (``fixed_bytes``: ``FIXED_ROWS`` rows of n for the kernels' per-evaluation tables), where
 ``bytes_per_sample`` is the largest :meth:`~minsep.framework.interfaces.PrivacyLossModel.
 bytes_per_sample` over the directions drawn plus ``ENGINE_BYTES_PER_SAMPLE`` for the engine's
 own per-sample vectors (the loss, the hockey-stick terms, the bin indices). Given a budget per
@@ -39,6 +40,7 @@ __all__ = [
     "available_memory",
     "chunk_size_for",
     "default_chunk_size",
+    "fixed_bytes",
     "format_bytes",
     "measure_rates",
     "sample_bytes",
@@ -48,6 +50,9 @@ __all__ = [
 DEFAULT_MEMORY_BUDGET = 1 << 30
 #: The engine's own per-sample vectors (loss, hockey-stick terms, bin indices), with margin.
 ENGINE_BYTES_PER_SAMPLE = 64
+#: Rows of n float64 a chunk needs whatever its size (the tables of n values the kernels build
+#: per evaluation: tail norms, their prefix sums, signal tables; measured about 14).
+FIXED_ROWS = 16
 #: Preferred float64 values per transcript array of a chunk (chunk ~ this / n_steps).
 PREFERRED_VALUES_PER_CHUNK = 1 << 23
 #: Preferred chunk sizes are clipped to this range, then to what the memory budget allows.
@@ -108,6 +113,11 @@ def sample_bytes(
     return declared + ENGINE_BYTES_PER_SAMPLE
 
 
+def fixed_bytes(model: PrivacyLossModel) -> int:
+    """Bytes a chunk needs whatever its size: ``FIXED_ROWS`` rows of ``n_steps`` float64."""
+    return 8 * FIXED_ROWS * max(int(model.n_steps), 1)
+
+
 def default_chunk_size(n_steps: int) -> int:
     """``clip(2**23 // n_steps, 1024, 65536)``: the preferred chunk before the memory cap."""
     low, high = PREFERRED_CHUNK_RANGE
@@ -123,7 +133,8 @@ def chunk_size_for(
 ) -> int:
     """The chunk size of a run whose workers may each spend ``memory_budget`` bytes on a chunk.
 
-    With ``requested`` None: ``min(default_chunk_size(n), memory_budget // sample_bytes)``
+    With ``requested`` None: ``min(default_chunk_size(n), (memory_budget - fixed_bytes) //
+    sample_bytes)``
     (the preferred floor of 1024 gives way to the budget for long runs). With ``requested``:
     that size if it fits. Raises ConfigurationError, with bytes needed against the budget,
     when the requested chunk does not fit or not even one sample does.
@@ -133,20 +144,24 @@ def chunk_size_for(
             f"memory_budget = {memory_budget!r} is invalid: must be an integer number of bytes >= 1"
         )
     per_sample = sample_bytes(model, backend)
-    fits = memory_budget // per_sample
+    fixed = fixed_bytes(model)
+    fits = max(memory_budget - fixed, 0) // per_sample
     if fits < 1:
+        need = fixed + per_sample
         raise ConfigurationError(
             f"memory_budget = {memory_budget} bytes ({format_bytes(memory_budget)}) is too "
             f"small: one Monte Carlo sample of {type(model).__name__} with n_steps = "
-            f"{model.n_steps} needs {per_sample} bytes ({format_bytes(per_sample)}) per "
-            f"worker; must be >= {per_sample} (raise the memory budget or use fewer steps)"
+            f"{model.n_steps} needs {need} bytes ({format_bytes(need)}: {per_sample} per "
+            f"sample and {fixed} per chunk) per worker; must be >= {need} (raise the memory "
+            "budget or use fewer steps)"
         )
     if requested is None:
         return min(default_chunk_size(model.n_steps), fits)
     if requested > fits:
         raise ConfigurationError(
-            f"chunk_size = {requested} is invalid: {requested} samples x {per_sample} bytes = "
-            f"{format_bytes(requested * per_sample)} per worker exceed the memory budget of "
+            f"chunk_size = {requested} is invalid: {requested} samples x {per_sample} bytes + "
+            f"{fixed} bytes per chunk = {format_bytes(requested * per_sample + fixed)} per "
+            "worker exceed the memory budget of "
             f"{format_bytes(memory_budget)} ({memory_budget} bytes); must be <= {fits} (or "
             "raise the memory budget)"
         )
@@ -173,6 +188,7 @@ class RunPlan:
         stages: the sampling stages, in order (``optional`` ones run only when needed).
         chunk_size: samples per chunk and direction.
         bytes_per_sample: peak bytes per sample of a chunk (:func:`sample_bytes`).
+        fixed_bytes: bytes a chunk needs whatever its size (:func:`fixed_bytes`).
         memory_budget: bytes a worker may spend on a chunk.
         workers: workers sharing the chunks.
         draw_seconds: measured seconds to draw one sample (one direction), or None.
@@ -185,6 +201,7 @@ class RunPlan:
     bytes_per_sample: int
     memory_budget: int
     workers: int = 1
+    fixed_bytes: int = 0
     draw_seconds: float | None = None
     eval_seconds: float | None = None
 
@@ -195,7 +212,7 @@ class RunPlan:
     @property
     def chunk_bytes(self) -> int:
         """Peak bytes of one chunk on a worker."""
-        return self.chunk_size * self.bytes_per_sample
+        return self.chunk_size * self.bytes_per_sample + self.fixed_bytes
 
     @property
     def total_samples(self) -> int:

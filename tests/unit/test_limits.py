@@ -34,6 +34,7 @@ from minsep.framework.montecarlo.planning import (
     Stage,
     chunk_size_for,
     default_chunk_size,
+    fixed_bytes,
     sample_bytes,
 )
 from minsep.framework.registries import accountants, schemes, strategies
@@ -124,20 +125,32 @@ def test_default_chunk_sizes() -> None:
     assert default_chunk_size(10**7) == 1024
 
 
+def _long(n: int) -> BMinSepLossModel:
+    return BMinSepLossModel((1.0,), n_steps=n, min_sep=1, probability=0.01, warm_start=False)
+
+
 def test_chunk_size_is_capped_by_the_budget_below_the_old_floor() -> None:
-    model = BMinSepLossModel((1.0,), n_steps=10**7, min_sep=1, probability=0.01, warm_start=False)
-    per_sample = sample_bytes(model)
+    model = _long(2 * 10**6)
+    per_sample, fixed = sample_bytes(model), fixed_bytes(model)
     chunk = chunk_size_for(model)
-    assert chunk == DEFAULT_MEMORY_BUDGET // per_sample
-    assert 1 <= chunk < 1024  # the fixed floor of 1024 would need 76+ GiB here
-    assert chunk * per_sample <= DEFAULT_MEMORY_BUDGET
+    assert chunk == (DEFAULT_MEMORY_BUDGET - fixed) // per_sample
+    assert 1 <= chunk < 1024  # the fixed floor of 1024 would need 30+ GiB here
+    assert chunk * per_sample + fixed <= DEFAULT_MEMORY_BUDGET
     assert chunk_size_for(_models(1024)["b_min_sep"]) == 8192  # ordinary runs unchanged
+
+
+def test_ten_million_steps_need_more_than_the_default_budget() -> None:
+    model = _long(10**7)  # --steps 10000000: the floor of 1024 tried to allocate 76 GiB
+    need = sample_bytes(model) + fixed_bytes(model)
+    with pytest.raises(ConfigurationError, match=rf"needs {need} bytes .* must be >= {need}"):
+        chunk_size_for(model)
+    assert chunk_size_for(model, 4 << 30) == ((4 << 30) - fixed_bytes(model)) // sample_bytes(model)
 
 
 def test_a_requested_chunk_over_budget_is_refused_with_the_figures() -> None:
     model = _models(1024)["b_min_sep"]
     per_sample = sample_bytes(model)
-    fits = DEFAULT_MEMORY_BUDGET // per_sample
+    fits = (DEFAULT_MEMORY_BUDGET - fixed_bytes(model)) // per_sample
     assert chunk_size_for(model, requested=fits) == fits
     with pytest.raises(ConfigurationError, match=r"chunk_size = 4000000 .* must be <= ") as info:
         chunk_size_for(model, requested=4_000_000)
@@ -146,7 +159,7 @@ def test_a_requested_chunk_over_budget_is_refused_with_the_figures() -> None:
 
 def test_a_budget_below_one_sample_is_refused() -> None:
     model = _models(1024)["truncated"]
-    need = sample_bytes(model)
+    need = sample_bytes(model) + fixed_bytes(model)
     with pytest.raises(ConfigurationError, match=rf"needs {need} bytes .* must be >= {need}"):
         chunk_size_for(model, need - 1)
     assert chunk_size_for(model, need) == 1
@@ -166,8 +179,8 @@ def test_the_accountant_refuses_before_sampling() -> None:
     plan = accountants.get("monte_carlo")(samples=1000, memory_budget=1 << 20).plan(
         scheme, strategy, measure=False
     )
-    assert plan.chunk_size * plan.bytes_per_sample <= 1 << 20
-    assert plan.chunk_size == (1 << 20) // plan.bytes_per_sample
+    assert plan.chunk_bytes <= 1 << 20
+    assert plan.chunk_size == ((1 << 20) - plan.fixed_bytes) // plan.bytes_per_sample
 
 
 def test_the_engine_checks_a_budget_when_given_one() -> None:
@@ -201,12 +214,13 @@ def test_plan_arithmetic() -> None:
         bytes_per_sample=100,
         memory_budget=1 << 20,
         workers=2,
+        fixed_bytes=1000,
         draw_seconds=1e-3,
         eval_seconds=1e-4,
     )
     assert [plan.chunks(s) for s in plan.stages] == [1, 3]
     assert plan.total_samples == 10_000
-    assert plan.chunk_bytes == 150_000
+    assert plan.chunk_bytes == 151_000
     expected = (1000 * 2 * (1e-3 + 1e-4) + 4000 * 2 * (1e-3 + 3e-4)) / 2
     assert plan.estimated_seconds == pytest.approx(expected)
     assert "verify 4,000 samples x 2 directions x 3 sigmas (3 chunks)" in plan.describe_work()
