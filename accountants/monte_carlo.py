@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import warnings
@@ -33,28 +34,55 @@ from minsep.framework.interfaces import (
     Strategy,
 )
 from minsep.framework.montecarlo import (
+    DEFAULT_MEMORY_BUDGET,
     EXECUTOR_KINDS,
     CertifiedCurve,
     Checkpoint,
     EngineConfig,
     Executor,
+    RunPlan,
+    Stage,
     base_delta,
     calibrate_sweep,
     certified_curve,
     certify_delta,
     certify_epsilon,
+    chunk_size_for,
     geometric_sweep,
     get_executor,
     locate_sigma,
+    measure_rates,
 )
 from minsep.framework.montecarlo.checkpoint import writable_folder_problem
+from minsep.framework.montecarlo.evr import DEFAULT_LADDER
+from minsep.framework.montecarlo.planning import (
+    available_memory,
+    fixed_bytes,
+    format_bytes,
+    sample_bytes,
+)
+from minsep.framework.montecarlo.planning import logger as plan_log
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
 __all__ = ["MonteCarloAccountant"]
 
-#: Target size of one transcript array per chunk (float64 values): chunk = this / n_steps.
-_VALUES_PER_CHUNK = 1 << 23
+#: Sigmas tried per coarse and fine walk of the calibration pilot (see locate_sigma).
+_FINE_STEPS = 8
+
+
+def _as_tuple(values: Any) -> tuple[Any, ...]:
+    # a typed converter: mypy's attrs plugin cannot solve the bare ``tuple`` converter
+    return tuple(values)
+
+
+def _guard_factors(instance: Any, attribute: Any, value: tuple[Any, ...]) -> None:
+    ok = all(
+        isinstance(g, int | float) and not isinstance(g, bool) and math.isfinite(g) and g > 1
+        for g in value
+    )
+    if not ok or len(set(value)) != len(value):
+        raise v.fail(instance, attribute.name, value, "distinct finite factors > 1")
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,8 +119,15 @@ class MonteCarloAccountant(Accountant):
             they choose the claims but never certify them.
         seed: root seed of every stream; None draws fresh entropy, reported in the result.
         backend: ``"numpy"``, ``"cupy"`` or ``"auto"``.
-        chunk_size: samples per chunk; None picks ``clip(2**23 / n_steps, 1024, 65536)`` so a
-            transcript array stays near 64 MiB. Part of the reproducibility key with ``seed``.
+        chunk_size: samples per chunk; None picks ``clip(2**23 / n_steps, 1024, 65536)``,
+            lowered to what ``memory_budget`` allows. Part of the reproducibility key with
+            ``seed``. A chunk that does not fit the budget is refused before sampling.
+        memory_budget: bytes a worker may spend on one chunk (the model's
+            ``bytes_per_sample`` times the chunk size); None: 1 GiB. When not even one sample
+            fits, the question is refused (ConfigurationError with both figures).
+        max_seconds: refuse (ConfigurationError) a question whose estimated time exceeds
+            this; None: no limit. The plan and the estimate are logged (logger
+            ``minsep.plan``, INFO) before every run either way.
         workers: worker processes (1 = in-process); with ``executor="dask"`` and no
             ``scheduler``, the processes of an in-process Dask LocalCluster.
         executor: ``"local"``, ``"processes"`` or ``"dask"``; None picks ``"dask"`` when
@@ -107,6 +142,9 @@ class MonteCarloAccountant(Accountant):
         checkpoint_interval: seconds between checkpoint saves (0: after every chunk).
         progress: progress bar (None: only on a terminal).
         sweep_ratio, sweep_size: Algorithm 5's geometric sweep (resolution and length).
+        sweep_guards: factors g > 1 of extra, coarser sweep entries above the geometric sweep
+            (``top * g``), so that a pilot that placed the sweep too low still certifies a
+            (larger) sigma instead of failing; verified like every entry. ``()``: none.
         sigma_low, sigma_high: the range the calibration pilot searches.
     """
 
@@ -135,11 +173,20 @@ class MonteCarloAccountant(Accountant):
         default=60.0, converter=v.plain_number, validator=v.number(low=0.0)
     )
     progress: bool | None = attrs.field(default=None, validator=v.optional(v.boolean()))
+    memory_budget: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.positive_int())
+    )
+    max_seconds: float | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.positive())
+    )
     sweep_ratio: float = attrs.field(
         default=1.01, converter=v.plain_number, validator=v.number(low=1.0, high=2.0, low_open=True)
     )
     sweep_size: int = attrs.field(
         default=24, converter=v.plain_number, validator=v.integer(low=2, high=10_000)
+    )
+    sweep_guards: tuple[float, ...] = attrs.field(
+        default=(1.2, 1.5, 3.0), converter=_as_tuple, validator=_guard_factors
     )
     sigma_low: float = attrs.field(
         default=2.0**-4, converter=v.plain_number, validator=v.positive()
@@ -190,8 +237,13 @@ class MonteCarloAccountant(Accountant):
             ({"checkpoint_interval": -1.0}, "checkpoint_interval"),
             ({"sweep_ratio": 1.0}, "sweep_ratio"),
             ({"sweep_size": 1}, "sweep_size"),
+            ({"sweep_guards": (1.0,)}, "sweep_guards"),
             ({"sigma_low": 0.0}, "sigma_low"),
             ({"sigma_low": 2.0, "sigma_high": 1.0}, "sigma_high"),
+            ({"memory_budget": 0}, "memory_budget"),
+            ({"memory_budget": 2.5}, "memory_budget"),
+            ({"max_seconds": 0.0}, "max_seconds"),
+            ({"max_seconds": math.inf}, "max_seconds"),
         ]
 
     # -- plumbing -------------------------------------------------------------------------
@@ -246,17 +298,112 @@ class MonteCarloAccountant(Accountant):
     def _pilot(self) -> int:
         return self.pilot_samples or max(self.samples // 4, 1000)
 
+    def _budget(self) -> int:
+        return DEFAULT_MEMORY_BUDGET if self.memory_budget is None else self.memory_budget
+
+    def _chunk(self, model: PrivacyLossModel) -> int:
+        backend = get_backend(self.backend).name
+        return chunk_size_for(model, self._budget(), requested=self.chunk_size, backend=backend)
+
     def _config(self, model: PrivacyLossModel) -> EngineConfig:
-        chunk = self.chunk_size or int(
-            min(max(_VALUES_PER_CHUNK // max(model.n_steps, 1), 1024), 65536)
-        )
         return EngineConfig(
-            chunk_size=chunk,
+            chunk_size=self._chunk(model),
             backend=get_backend(self.backend).name,
             executor=self._executor(),
             progress=self.progress,
             checkpoint=self._checkpoint(),
+            memory_budget=self._budget(),
         )
+
+    def _sweep(self, centre: float) -> tuple[float, ...]:
+        """Algorithm 5's sweep around the pilot's ``centre``, most private first: the guard
+        entries ``top * g`` (g in ``sweep_guards``, descending), then the fine geometric part
+        ``top / ratio**j``, ``top = centre * ratio**(size // 3)``. Fixed before any
+        verification draw, so one Fact 4.2 event still covers it (calibration module)."""
+        above = max(self.sweep_size // 3, 1)
+        top = centre * self.sweep_ratio**above
+        guards = tuple(top * g for g in sorted(self.sweep_guards, reverse=True))
+        return guards + geometric_sweep(top, self.sweep_ratio, self.sweep_size)
+
+    def _stages(self, question: str) -> tuple[Stage, ...]:
+        """The sampling stages ``question`` runs (see the methods below)."""
+        pilot, m = self._pilot(), self.samples
+        if question in ("epsilon", "delta"):
+            return (Stage("pilot", pilot, 1), Stage("verify", m, 1))
+        if question == "calibrate":
+            coarse = round(math.log2(self.sigma_high / self.sigma_low)) + 1
+            return (
+                Stage("pilot coarse", max(pilot // 4, 2), coarse),
+                Stage("pilot fine", pilot, _FINE_STEPS + 1, optional=True),
+                Stage("calibrate", m, len(self._sweep(1.0))),
+            )
+        if question == "curve":
+            return (Stage("curve", m, 1),)
+        raise ConfigurationError(
+            f"MonteCarloAccountant.plan.question = {question!r} is invalid: must be one of "
+            "['epsilon', 'delta', 'calibrate', 'curve']"
+        )
+
+    def plan(
+        self,
+        scheme: SamplingScheme,
+        strategy: Strategy,
+        question: str = "epsilon",
+        sigma: float = 1.0,
+        *,
+        measure: bool = True,
+    ) -> RunPlan:
+        """The work ``question`` would do for this pair, without doing it: stages, samples,
+        chunks, memory per worker and (with ``measure``) a time estimate from a small probe at
+        ``sigma``. Raises ConfigurationError when the chunk does not fit the memory budget."""
+        return self._plan(self._model(scheme, strategy), question, sigma, measure=measure)
+
+    def _plan(
+        self, model: PrivacyLossModel, question: str, sigma: float, *, measure: bool
+    ) -> RunPlan:
+        backend = get_backend(self.backend).name
+        chunk = self._chunk(model)
+        plan = RunPlan(
+            question=question,
+            stages=self._stages(question),
+            chunk_size=chunk,
+            bytes_per_sample=sample_bytes(model, backend),
+            memory_budget=self._budget(),
+            workers=self.workers,
+            fixed_bytes=fixed_bytes(model),
+        )
+        if not measure:
+            return plan
+        draw, evaluate = measure_rates(model, sigma, chunk_size=chunk, backend=backend)
+        return attrs.evolve(plan, draw_seconds=draw, eval_seconds=evaluate)
+
+    def _announce(self, model: PrivacyLossModel, question: str, sigma: float) -> RunPlan:
+        """Plan ``question``, log the plan (and the estimate), refuse it over ``max_seconds``."""
+        plan = self._plan(model, question, sigma, measure=False)
+        plan_log.info("plan: %s", plan.describe_work())
+        free = available_memory()
+        local = self.scheduler is None
+        if local and free is not None and plan.chunk_bytes * self.workers > free:
+            plan_log.warning(
+                "plan: %d worker(s) x %s per chunk exceed the %s of memory available now; "
+                "lower the memory budget or the chunk size",
+                self.workers,
+                format_bytes(plan.chunk_bytes),
+                format_bytes(free),
+            )
+        if self.max_seconds is None and not plan_log.isEnabledFor(logging.INFO):
+            return plan
+        plan = self._plan(model, question, sigma, measure=True)
+        plan_log.info("plan: %s", plan.describe_time())
+        estimate = plan.estimated_seconds
+        if self.max_seconds is not None and estimate is not None and estimate > self.max_seconds:
+            raise ConfigurationError(
+                f"MonteCarloAccountant.max_seconds = {self.max_seconds!r} is exceeded: "
+                f"{plan.describe_time()}; must be >= {estimate:.3g} for this question (or use "
+                "fewer samples, more workers or an exact accountant)",
+                parameter="max_seconds",
+            )
+        return plan
 
     def _provenance(self, question: Question, model: PrivacyLossModel) -> dict[str, Any]:
         backend = get_backend(self.backend)
@@ -282,6 +429,8 @@ class MonteCarloAccountant(Accountant):
         sigma, delta = question.sigma, question.delta
         model = self._model(question.scheme, question.strategy)
         seed = self._seed()
+        base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))  # m large enough?
+        self._announce(model, "epsilon", float(sigma))
         cert = certify_epsilon(
             model,
             sigma,
@@ -312,6 +461,7 @@ class MonteCarloAccountant(Accountant):
         sigma, epsilon = question.sigma, question.epsilon
         model = self._model(question.scheme, question.strategy)
         seed = self._seed()
+        self._announce(model, "delta", float(sigma))
         cert = certify_delta(
             model,
             sigma,
@@ -341,15 +491,16 @@ class MonteCarloAccountant(Accountant):
         """Smallest certified sigma by Algorithm 5 over a geometric sweep.
 
         The pilot (stream 0) locates where ``delta_hat(epsilon)`` crosses the base delta; the
-        sweep ``centre * ratio**(size // 3 - j)``, ``j = 0..size-1``, is then verified on
-        fresh draws (stream 1) shared by all sigmas. Raises CalibrationError when the most
-        private entry fails (fall back to an exact accountant).
+        sweep (:meth:`_sweep`: guard entries, then ``centre * ratio**(size // 3 - j)``, ``j =
+        0..size-1``) is then verified on fresh draws (stream 1) shared by all sigmas. Raises
+        CalibrationError when even the most private guard fails.
         """
         epsilon, delta = question.epsilon, question.delta
         model = self._model(question.scheme, question.strategy)
         seed = self._seed()
         config = self._config(model)
         delta_b = base_delta(self.samples, delta)
+        self._announce(model, "calibrate", 1.0)
         centre = locate_sigma(
             model,
             epsilon,
@@ -360,8 +511,7 @@ class MonteCarloAccountant(Accountant):
             low=self.sigma_low,
             high=self.sigma_high,
         )
-        above = max(self.sweep_size // 3, 1)
-        sweep = geometric_sweep(centre * self.sweep_ratio**above, self.sweep_ratio, self.sweep_size)
+        sweep = self._sweep(centre)
         result = calibrate_sweep(
             model,
             sweep,
@@ -378,6 +528,13 @@ class MonteCarloAccountant(Accountant):
             f"fresh samples; the failure probability {result.failure_probability:.3g} (one Fact "
             "4.2 event, privacy being monotone in sigma) is folded into delta."
         ]
+        if result.index < len(self.sweep_guards):
+            fine_top = sweep[len(self.sweep_guards)]
+            notes.append(
+                f"the fine sweep's most private entry {fine_top:.6g} failed verification, so "
+                f"the guard entry {result.sigma:.6g} (x{result.sigma / fine_top:.3g}) was "
+                "released: certified but conservative; more pilot samples give a tighter sigma."
+            )
         if result.at_bottom:
             notes.append(
                 "every sweep entry passed: a smaller sigma may also be certifiable (lower "
@@ -418,6 +575,7 @@ class MonteCarloAccountant(Accountant):
         failure_probability: float,
     ) -> CertifiedCurve:
         model = self._model(question.scheme, question.strategy)
+        self._announce(model, "curve", question.sigma)
         return certified_curve(
             model,
             question.sigma,

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 
+#: Float64 arrays of ``n_steps`` values per sample that :meth:`PrivacyLossModel.bytes_per_sample`
+#: assumes for a model that does not declare its own figure.
+DEFAULT_WORKING_ARRAYS = 16
+
+
 class Direction(enum.Enum):
     """Which neighbouring order a privacy-loss sample is drawn for (docs/math.md §1).
 
@@ -94,6 +99,17 @@ class PrivacyLossModel(ABC):
         ``y = C x + sigma z`` under REMOVE and ``y = sigma z`` under ADD, rebuilt from the
         transcript. Must be finite for every sigma > 0 the model accepts.
         """
+
+    def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
+        """Peak bytes one sample of a chunk occupies while it is drawn and evaluated: its
+        transcript plus the working arrays of :meth:`draw` and :meth:`log_ratio` on
+        ``backend``. The engine multiplies it by the chunk size to plan memory before it
+        allocates (:mod:`~minsep.framework.montecarlo.planning`).
+
+        The default assumes ``DEFAULT_WORKING_ARRAYS`` float64 arrays of ``n_steps`` values;
+        a model whose working set is larger (or that is not O(n) per sample) must override it.
+        """
+        return 8 * DEFAULT_WORKING_ARRAYS * max(int(self.n_steps), 1)
 
     def privacy_loss(self, transcript: Transcript, sigma: float) -> Any:
         """The privacy loss ``L = sign(direction) * ln P/Q`` per sample (docs/math.md §1)."""

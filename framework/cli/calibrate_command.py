@@ -66,6 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
     accountant = common.build_accountant(args)
+    common.show_plans()
     result = accountant.calibrate(scheme, strategy, args.epsilon, args.delta)
     if args.json:
         common.print_json(result)

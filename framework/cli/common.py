@@ -16,7 +16,9 @@ accountant likewise refuses Monte Carlo options it does not take instead of igno
 from __future__ import annotations
 
 import argparse
+import logging
 import math
+import sys
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -61,7 +63,16 @@ _ACCOUNTANT_OPTIONS = {
     "checkpoint_interval": "checkpoint_interval",
     "chunk_size": "chunk_size",
     "progress": "progress",
+    "memory_budget": "memory_budget",
+    "max_seconds": "max_seconds",
 }
+
+#: Exit status of an accounting command whose answer is not certified (e.g. certified epsilon
+#: = inf); 0 is a certified answer, 2 an error.
+EXIT_UNCERTIFIED = 3
+
+#: ``--memory-budget`` suffixes (binary units).
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def parse_rate(text: str) -> float:
@@ -131,6 +142,43 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
+def byte_size(text: str) -> int:
+    """argparse type: a number of bytes, optionally with a binary suffix (``512M``, ``2G``,
+    ``1.5GiB``), at least 1."""
+    body = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = body[-1:] if body[-1:] in _SIZE_UNITS and body[-1:] else ""
+    number = body[: len(body) - len(unit)]
+    try:
+        value = float(number) * _SIZE_UNITS[unit]
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is invalid: must be a size in bytes >= 1, e.g. 1073741824, 512M or 2G"
+        )
+    return int(value)
+
+
+def show_plans() -> None:
+    """Print the Monte Carlo engine's plans and time estimates (logger ``minsep.plan``) on
+    stderr, one ``minsep: plan: ...`` line each, before a run starts."""
+    log = logging.getLogger("minsep.plan")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("minsep: %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record (not at creation)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options describing one accounting setup (shared by epsilon/calibrate/compare).
 
@@ -138,7 +186,8 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     (:func:`add_scheme_arguments`); strategy: ``--bands`` (1 = identity, k >= 2 = MSE-optimal
     banded Toeplitz); question: ``--delta``; Monte Carlo: ``--backend --samples
     --pilot-samples --seed --workers --executor --scheduler --checkpoint --checkpoint-interval
-    --chunk-size --progress/--no-progress``; output: ``--json``.
+    --chunk-size --memory-budget --max-seconds --progress/--no-progress``; output:
+    ``--json``.
     """
     setup = parser.add_argument_group("setup")
     setup.add_argument("--scheme", default="b_min_sep", help="registered scheme name")
@@ -196,6 +245,20 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds between checkpoint saves (default 60; 0 = after every chunk)",
     )
     mc.add_argument("--chunk-size", type=positive_int, help="samples per chunk")
+    mc.add_argument(
+        "--memory-budget",
+        type=byte_size,
+        metavar="BYTES",
+        help="memory a worker may spend on one chunk (e.g. 512M, 2G; default 1G): picks the "
+        "chunk size, and refuses a run whose single sample or --chunk-size does not fit",
+    )
+    mc.add_argument(
+        "--max-seconds",
+        type=positive_float,
+        metavar="SECONDS",
+        help="refuse a run whose estimated time exceeds this (the estimate is printed on "
+        "stderr before every Monte Carlo run)",
+    )
     mc.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

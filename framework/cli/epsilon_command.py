@@ -7,11 +7,14 @@ Example::
 
 prints the point estimate, the certified bound (what to report), the samples used, the time
 and the throughput; ``--json`` prints the :class:`~minsep.framework.results.EpsilonResult`.
+Exit status 0 when the epsilon is certified, ``common.EXIT_UNCERTIFIED`` (3) when it is not
+(certified epsilon = inf; the note says why), 2 on an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 from minsep.framework.cli import common
 from minsep.framework.cli.command import Command
@@ -84,11 +87,15 @@ def _run(args: argparse.Namespace) -> int:
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
     accountant = common.build_accountant(args)
+    common.show_plans()
     result = accountant.epsilon(scheme, strategy, args.sigma, args.delta)
     if args.json:
         common.print_json(result)
     else:
         print("\n".join(format_epsilon(result)))
+    if not math.isfinite(result.certified_epsilon):
+        common.warn("epsilon NOT CERTIFIED (see the note for why); exit status 3")
+        return common.EXIT_UNCERTIFIED
     return 0
 
 

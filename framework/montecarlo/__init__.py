@@ -15,6 +15,7 @@ Modules, each with one job:
   errors.
 * :mod:`.evr` — certified epsilon, certified delta, certified epsilon(delta) curve.
 * :mod:`.calibration` — Algorithm 5 over a geometric sigma sweep reusing the draws.
+* :mod:`.planning` — memory per chunk, chunk sizes from a memory budget, time estimates.
 """
 
 from minsep.framework.montecarlo.accumulators import (
@@ -62,6 +63,13 @@ from minsep.framework.montecarlo.executors import (
     get_executor,
     shutdown_pools,
 )
+from minsep.framework.montecarlo.planning import (
+    DEFAULT_MEMORY_BUDGET,
+    RunPlan,
+    Stage,
+    chunk_size_for,
+    measure_rates,
+)
 from minsep.framework.montecarlo.sampling import (
     BOTH,
     PILOT_STREAM,
@@ -75,6 +83,7 @@ from minsep.framework.montecarlo.sampling import (
 
 __all__ = [
     "BOTH",
+    "DEFAULT_MEMORY_BUDGET",
     "EXECUTOR_KINDS",
     "PILOT_STREAM",
     "VERIFY_STREAM",
@@ -93,6 +102,8 @@ __all__ = [
     "LossHistogram",
     "LossTally",
     "ProcessExecutor",
+    "RunPlan",
+    "Stage",
     "SweepCalibration",
     "SweepTally",
     "base_delta",
@@ -101,6 +112,7 @@ __all__ = [
     "certify_delta",
     "certify_epsilon",
     "chunk_seed",
+    "chunk_size_for",
     "estimate_delta",
     "estimate_epsilon",
     "fact42_bound",
@@ -110,6 +122,7 @@ __all__ = [
     "kl_bernoulli",
     "kl_upper_confidence",
     "locate_sigma",
+    "measure_rates",
     "min_samples",
     "overall_delta",
     "sample",

@@ -128,9 +128,13 @@ class LossHistogram:
         n = self.total
         if n == 0:
             return 0.0, 0.0, 0
-        x = hockey_stick(np, self.edges(), epsilon)
-        s1 = float(self.counts @ x) + self.overflow
-        s2 = float(self.counts @ (x * x)) + self.overflow
+        # only the occupied bins: the same products summed in the same order (the skipped
+        # terms are exact zeros), at a fraction of the cost on wide, sparse histograms
+        occupied = np.flatnonzero(self.counts)
+        counts = self.counts[occupied]
+        x = hockey_stick(np, occupied.astype(np.float64) * self.spec.width, epsilon)
+        s1 = float(counts @ x) + self.overflow
+        s2 = float(counts @ (x * x)) + self.overflow
         return s1, s2, n
 
     def delta(self, epsilon: float) -> float:

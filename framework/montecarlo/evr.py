@@ -40,6 +40,7 @@ import numpy as np
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.montecarlo.accumulators import BinSpec, SweepTally
 from minsep.framework.montecarlo.bounds import (
     base_delta,
     kl_upper_confidence,
@@ -69,6 +70,9 @@ __all__ = [
 #: Fractions kappa of delta_b at which the pilot's eps_hat proposes candidates (the paper
 #: estimates at delta/2; the larger fractions release a tighter epsilon when they verify).
 DEFAULT_LADDER: tuple[float, ...] = (1.0, 0.8, 0.65, 0.5, 0.35, 0.25, 0.125, 1.0 / 32)
+#: The wider histogram a pilot is redone on when losses beyond the default range hid
+#: candidates: 4096 nats at h = 2**-6 (the same 2**18 bins, so the same memory).
+WIDE_BINS = BinSpec(bin_bits=6, max_loss=4096.0)
 #: Multipliers of the pilot's delta upper estimate proposing base deltas for certify_delta.
 DEFAULT_FACTORS: tuple[float, ...] = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0)
 
@@ -78,10 +82,12 @@ class EpsilonCertificate:
     """The outcome of :func:`certify_epsilon` (see the module docstring for the guarantee).
 
     ``certified`` is the released epsilon (``inf`` when no candidate verified; then
-    ``verified`` is False and nothing is claimed). The run is ``(certified, delta)``-DP with the
-    verification failure ``failure_probability`` already folded into ``delta``. ``estimate`` is
-    the point estimate ``eps_hat(delta)`` from pilot and verification samples together (no
-    guarantee), with ``std_error``.
+    ``verified`` is False, nothing is claimed and ``reason`` says why: the losses exceed the
+    histogram's range, so no finite candidate could be proposed (more samples cannot help), or
+    every candidate failed verification (more samples may help)). The run is ``(certified,
+    delta)``-DP with the verification failure ``failure_probability`` already folded into
+    ``delta``. ``estimate`` is the point estimate ``eps_hat(delta)`` from pilot and
+    verification samples together (no guarantee), with ``std_error``.
     """
 
     sigma: float
@@ -98,15 +104,12 @@ class EpsilonCertificate:
     pilot_samples: int
     seed: int
     seconds: float
+    reason: str = ""
 
     def notes(self) -> tuple[str, ...]:
-        """Human-readable statement of what is guaranteed."""
+        """Human-readable statement of what is guaranteed (or why nothing is)."""
         if not self.verified:
-            return (
-                f"NOT CERTIFIED: none of {len(self.candidates)} candidate epsilons passed "
-                f"verification at base delta {self.base_delta:.6g} with {self.samples} samples; "
-                "certified_epsilon = inf. Use more samples or an exact accountant.",
-            )
+            return (f"NOT CERTIFIED: {self.reason} certified_epsilon = inf.",)
         return (
             f"certified ({self.certified:.6g}, {self.delta:.6g})-DP by estimate-verify-release: "
             f"the candidate passed verification (mean of X <= base delta {self.base_delta:.6g} "
@@ -230,18 +233,16 @@ def certify_epsilon(
     fractions = sorted((float(k) for k in ladder), reverse=True)
     count = len(fractions)
     delta_b = base_delta(samples, delta, candidates=count)
-    pilot = sample(
-        model,
-        [sigma],
-        n_samples=pilot_samples,
-        seed=seed,
-        stream=PILOT_STREAM,
-        config=config,
-        description="pilot",
-    )
-    proposed = [estimate_epsilon(pilot, k * delta_b).value for k in fractions]
-    proposed = [float(x) for x in np.maximum.accumulate(proposed)]
-    candidates = tuple(x for x in proposed if math.isfinite(x))
+    pilot, candidates = _propose(model, sigma, fractions, delta_b, pilot_samples, seed, config)
+    if len(candidates) < count and _overflow(pilot) > fractions[-1] * delta_b:
+        # losses beyond the histogram hid candidates: propose again on a wider grid (still
+        # the pilot stream and before any verification draw, so Fact 4.2 is untouched)
+        wide = attrs.evolve(config, bins=WIDE_BINS)
+        if wide.bins.max_loss > config.bins.max_loss:
+            config = wide
+            pilot, candidates = _propose(
+                model, sigma, fractions, delta_b, pilot_samples, seed, config, "pilot wide"
+            )
     verify = sample(
         model,
         [sigma],
@@ -256,6 +257,22 @@ def certify_epsilon(
     accepted = [c for c, d in zip(candidates, deltas, strict=True) if d <= delta_b]
     estimate = estimate_epsilon([pilot, verify], delta)
     certified = max(accepted[0], estimate.value) if accepted else math.inf
+    reason = ""
+    if not candidates:
+        reason = (
+            f"the losses exceed the histogram's range: a fraction {_overflow(pilot):.3g} of the "
+            f"{pilot_samples} pilot losses lies above {config.bins.max_loss:g} nats (or is "
+            f"infinite), more than the base delta {delta_b:.6g}, so no finite epsilon could be "
+            "proposed; more samples cannot help: epsilon at this sigma is larger than the range "
+            "or infinite (raise sigma, or check the model)."
+        )
+    elif not accepted:
+        reason = (
+            f"none of {len(candidates)} candidate epsilons (up to {candidates[-1]:.6g}) passed "
+            f"verification at base delta {delta_b:.6g} with {samples} samples (smallest "
+            f"verification mean {min(deltas):.3g}); more verification or pilot samples may "
+            "certify it, or use an exact accountant."
+        )
     return EpsilonCertificate(
         sigma=float(sigma),
         delta=float(delta),
@@ -271,7 +288,43 @@ def certify_epsilon(
         pilot_samples=pilot_samples,
         seed=seed,
         seconds=time.perf_counter() - start,
+        reason=reason,
     )
+
+
+def _propose(
+    model: PrivacyLossModel,
+    sigma: float,
+    fractions: Sequence[float],
+    delta_b: float,
+    pilot_samples: int,
+    seed: int,
+    config: EngineConfig,
+    description: str = "pilot",
+) -> tuple[SweepTally, tuple[float, ...]]:
+    """The pilot (stream 0) and its finite candidates ``eps_hat(kappa delta_b)``, made
+    non-decreasing."""
+    pilot = sample(
+        model,
+        [sigma],
+        n_samples=pilot_samples,
+        seed=seed,
+        stream=PILOT_STREAM,
+        config=config,
+        description=description,
+    )
+    proposed = [estimate_epsilon(pilot, k * delta_b).value for k in fractions]
+    proposed = [float(x) for x in np.maximum.accumulate(proposed)]
+    return pilot, tuple(x for x in proposed if math.isfinite(x))
+
+
+def _overflow(tally: SweepTally) -> float:
+    """Largest fraction, over directions, of losses above the histogram's range."""
+    fractions = []
+    for direction in tally.directions:
+        hist = tally.histogram(0, direction)
+        fractions.append(hist.overflow / hist.total if hist.total else 0.0)
+    return max(fractions)
 
 
 def certify_delta(

@@ -14,9 +14,9 @@ do not change a single bit. Streams separate independent sample sets of one seed
 stream 0, and the verification, stream 1, never share draws). Runs with the same chunk size
 are prefixes of each other: the first ``k`` chunks of a longer run are those of a shorter one.
 
-Memory (per worker): one transcript of ``chunk_size`` samples (for an n-step model typically
-``chunk_size * n * 8`` bytes times the arrays it holds, e.g. 2 * 65536 * 1024 * 8 B = 1 GiB
-for two n = 1024 arrays; lower ``chunk_size`` for long runs), one loss vector (``chunk_size *
+Memory (per worker): one chunk of ``chunk_size`` samples, each costing the model's
+``bytes_per_sample`` (its transcript and working arrays; :mod:`.planning` checks this against
+``EngineConfig.memory_budget`` before anything is allocated), one loss vector (``chunk_size *
 8`` bytes) at a time, and per (sigma, direction) the accumulators: a histogram of at most
 ``max_loss * 2**bin_bits`` int64 counts (2 MiB by default, usually far less since it only
 grows to the largest loss seen) plus two floats per checked epsilon. A calibration sweep of
@@ -49,6 +49,7 @@ from minsep.framework.montecarlo.accumulators import (
 )
 from minsep.framework.montecarlo.checkpoint import Checkpoint, Journal
 from minsep.framework.montecarlo.executors import Executor, LocalExecutor
+from minsep.framework.montecarlo.planning import chunk_size_for
 
 __all__ = [
     "BOTH",
@@ -126,6 +127,10 @@ class EngineConfig:
         checkpoint: save progress there and resume from it (one file per accounting
             question, one stage per :func:`sample` call, keyed by its ``description``; see
             :mod:`~minsep.framework.montecarlo.checkpoint`).
+        memory_budget: bytes a worker may spend on one chunk; when set, :func:`sample`
+            refuses (ConfigurationError, with the figures) a chunk size whose planned memory
+            exceeds it (:func:`~minsep.framework.montecarlo.planning.chunk_size_for`). None:
+            not checked.
     """
 
     chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
@@ -134,6 +139,7 @@ class EngineConfig:
     progress: bool | None = None
     bins: BinSpec = attrs.field(factory=BinSpec)
     checkpoint: Checkpoint | None = None
+    memory_budget: int | None = attrs.field(default=None, validator=v.optional(v.positive_int()))
 
     def backend_name(self) -> str:
         """The name of the backend (resolving ``"auto"``)."""
@@ -377,6 +383,8 @@ def sample(
         backend = get_backend(backend).name  # resolve "auto" once, keep a picklable name
     elif backend.name in _NATIVE:
         backend = backend.name
+    if config.memory_budget is not None:  # refuse before allocating anything
+        chunk_size_for(model, config.memory_budget, requested=config.chunk_size, backend=backend)
     task = ChunkTask(
         model,
         tuple(sigmas),

@@ -113,6 +113,12 @@ class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
             xp.astype(xp.floor(u * self.cycle_length), xp.int64), self.cycle_length - 1
         )
 
+    def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
+        """Peak bytes per sample of a chunk (memory planning): the per-step correlations and the
+        normals they come from (5 rows of n float64 at the draw's peak, measured 35 n bytes)
+        plus 4 rows of the ``min(T, n)`` bins (transcript and evaluation)."""
+        return 8 * (5 * self.n_steps + 4 * self.n_bins)
+
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
     ) -> BinsTranscript:

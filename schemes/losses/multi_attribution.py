@@ -12,12 +12,14 @@ accounts it as cold (a post-processing of the cold-start mechanism), so only col
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any, ClassVar
 
 import attrs
-from scipy import special
+import numpy as np
+from scipy import special, stats
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
@@ -29,14 +31,27 @@ from minsep.schemes.losses.jit import CompiledKernels
 from minsep.schemes.losses.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
-    logsumexp_rows,
+    logsumexp_terms,
 )
 from minsep.schemes.losses.sampling import user_participation
 from minsep.schemes.losses.transcript import BlockTranscript
 
+#: Most trials for which binomial_log_weights uses exact big-integer coefficients.
+EXACT_TRIALS = 1000
 
+
+@functools.lru_cache(maxsize=32)
 def binomial_log_weights(trials: int, p: float) -> list[float]:
-    """``ln Pr[Binomial(trials, p) = j]`` for j = 0..trials (``-inf`` for impossible j)."""
+    """``ln Pr[Binomial(trials, p) = j]`` for j = 0..trials (``-inf`` for impossible j).
+
+    Exact binomial coefficients up to ``EXACT_TRIALS`` trials; beyond, scipy's ``binom.logpmf``
+    (log-gamma form, float64 rounding; exact big-integer coefficients would cost O(k_u^2)).
+    Cached (it is needed for every sigma of every chunk); callers must not mutate the list.
+    """
+    if trials > EXACT_TRIALS:
+        with np.errstate(divide="ignore"):
+            logpmf = stats.binom.logpmf(np.arange(trials + 1), trials, p)
+        return [float(w) for w in logpmf]
     log_p, log_q = log_or_neg_inf(p), log_or_neg_inf(1.0 - p)
     weights = []
     for j in range(trials + 1):
@@ -60,12 +75,12 @@ def multi_attribution_log_ratio(
     norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``)."""
     weights = binomial_log_weights(max_user_examples, probability)
     scaled_dots, scaled_norms = dots / sigma**2, norms / sigma**2
-    terms = [
-        weights[j] + j * scaled_dots - (0.5 * j * j) * scaled_norms
-        for j in range(1, max_user_examples + 1)
-        if math.isfinite(weights[j])
-    ]
-    log_go = logsumexp_rows(terms, xp)
+    counts = [j for j in range(1, max_user_examples + 1) if math.isfinite(weights[j])]
+
+    def term(j: int) -> Any:  # ln[Pr(j examples) r^{(j)}], one (n_samples, n) array at a time
+        return weights[j] + j * scaled_dots - (0.5 * j * j) * scaled_norms
+
+    log_go = logsumexp_terms(term, counts, xp)
     g = backward_log_recursion(log_go, weights[0], min_sep, xp)
     return g[0]
 
@@ -112,6 +127,12 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
             rng,
             backend.xp,
         )
+
+    def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
+        """Peak bytes per sample of a chunk (memory planning): 10 rows of n float64, whatever
+        k_u (the transcript's 2, and dots, scaled dots, one term, its peak, running sum and
+        temporaries of the streamed sum over j; measured peak 72 n bytes)."""
+        return 8 * 10 * self.n_steps
 
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,13 +65,17 @@ def warm_start_average(g: list[Any], p: float, xp: Any) -> Any:
     return total - math.log1p((b - 1) * p)
 
 
-def logsumexp_rows(terms: list[Any], xp: Any) -> Any:
-    """Stable ``ln sum_m exp(terms[m])`` over a list of equal-shape arrays (at least one of
-    which is finite everywhere)."""
-    peak = terms[0]
-    for term in terms[1:]:
-        peak = xp.maximum(peak, term)
+def logsumexp_terms(term: Callable[[int], Any], indices: Sequence[int], xp: Any) -> Any:
+    """Stable ``ln sum_m exp(term(m))`` over ``m`` in ``indices`` (at least one term finite
+    everywhere), streaming: each term is built twice (once for the peak, once for the sum) and
+    never kept, so the memory is a few arrays of one term's shape whatever ``len(indices)``."""
+    peak = None
+    for m in indices:
+        value = term(m)
+        peak = value if peak is None else xp.maximum(peak, value)
+    if peak is None:
+        raise ValueError("logsumexp_terms needs at least one index")
     total = xp.zeros_like(peak)
-    for term in terms:
-        total = total + xp.exp(term - peak)
+    for m in indices:
+        total = total + xp.exp(term(m) - peak)
     return peak + xp.log(total)

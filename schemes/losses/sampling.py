@@ -12,6 +12,7 @@ steps), else stays at 0; from s >= 1 it moves to s-1.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -145,9 +146,13 @@ def steps_to_pattern(steps: Any, n_steps: int, xp: Any) -> Any:
     return pattern
 
 
+@functools.lru_cache(maxsize=32)
 def binomial_thresholds(trials: int, p: float) -> np.ndarray:
-    """``F(m) = Pr[Binomial(trials, p) <= m]`` for m = 0..trials-1 (inverse-CDF thresholds)."""
-    return np.asarray(stats.binom.cdf(np.arange(trials), trials, p), dtype=np.float64)
+    """``F(m) = Pr[Binomial(trials, p) <= m]`` for m = 0..trials-1 (inverse-CDF thresholds;
+    cached, read-only)."""
+    thresholds = np.asarray(stats.binom.cdf(np.arange(trials), trials, p), dtype=np.float64)
+    thresholds.setflags(write=False)
+    return thresholds
 
 
 def user_participation(
@@ -162,17 +167,18 @@ def user_participation(
     """The dominating single-user process of Section 6 (cold start): float64 counts ``(S, n)``.
 
     x_i = 0 if any of x_{i-b+1..i-1} > 0, else x_i ~ Binomial(k_u, p) by inverse CDF from one
-    uniform per step (exact up to the float64 rounding of the k_u thresholds).
+    uniform per step (exact up to the float64 rounding of the k_u thresholds); O(n log k_u)
+    per sample.
     """
     thresholds = binomial_thresholds(max_user_examples, p)
     u = rng.random((n_samples, n_steps))
     state = xp.zeros((n_samples,), dtype=xp.int64)
     columns = []
+    # count = #{m : u >= F(m)}: one sorted search per step instead of k_u comparisons
+    sorted_thresholds = xp.asarray(thresholds)
     for t in range(n_steps):
-        count = xp.zeros((n_samples,), dtype=xp.float64)
-        for threshold in thresholds:
-            count = count + xp.astype(u[:, t] >= float(threshold), xp.float64)
-        count = xp.where(state == 0, count, 0.0)
+        found = xp.searchsorted(sorted_thresholds, u[:, t], side="right")
+        count = xp.where(state == 0, xp.astype(found, xp.float64), 0.0)
         columns.append(count)
         state = xp.where(count > 0, min_sep - 1, xp.maximum(state - 1, 0))
     return xp.stack(columns, axis=1)

@@ -169,6 +169,12 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             x = -xp.astype(survives, xp.float64)
         return x, counts
 
+    def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
+        """Peak bytes per sample of a chunk (memory planning): 12 rows of n (the transcript's
+        3, the coins and pattern of the draw, and the two recursions' blocks during the
+        evaluation; measured peak 90 n bytes)."""
+        return 8 * 12 * self.n_steps
+
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
     ) -> TruncatedTranscript:

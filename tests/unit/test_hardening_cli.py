@@ -43,7 +43,8 @@ def _toy_args(*extra: str) -> list[str]:
 
 
 def _one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
+    """The one error line of ``err`` (the planned-work lines a run prints first aside)."""
+    lines = [line for line in err.splitlines() if line.strip() and "minsep: plan:" not in line]
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]
