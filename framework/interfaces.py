@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from dp_accounting import dp_event
 
     from minsep.framework.backend import Backend, RandomSource
+    from minsep.framework.participation import ParticipationChain
     from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
 
@@ -253,6 +254,14 @@ class SamplingScheme(ABC):
         if attrs.has(type(self)):
             return {"scheme": self.name, **attrs.asdict(self, recurse=False)}  # type: ignore[arg-type]
         return {"scheme": self.name, "n_steps": self.n_steps, "rate": self.rate}
+
+    def participation_chain(self) -> ParticipationChain | None:
+        """The b-min-sep availability chain of one unit, when its participation follows one.
+
+        Exact Renyi accounting (docs/rdp-escort.md) needs the sensitive unit's pattern to be
+        that chain (docs/math.md §3); every other scheme answers None (the default).
+        """
+        return None
 
 
 class Accountant(ABC):
