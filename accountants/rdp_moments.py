@@ -32,9 +32,15 @@ from minsep.framework.validation import check_range
 __all__ = [
     "DEFAULT_MAX_STATES",
     "MAX_STEP_EXPONENT",
+    "RESCALE",
     "ColumnProducts",
     "check_order",
+    "forward_step",
+    "initial_state",
+    "interaction_exponents",
     "log_moment",
+    "memoryless_log_weights",
+    "prepare",
     "step_exponent",
     "stored_states",
     "work",
@@ -45,7 +51,7 @@ DEFAULT_MAX_STATES = 2**24
 #: Largest per-step growth exponent the float64 forward pass accepts (see step_exponent).
 MAX_STEP_EXPONENT = 550.0
 #: The stored mass is rescaled to 1 whenever it leaves [1/_RESCALE, _RESCALE].
-_RESCALE = 1e50
+RESCALE = 1e50
 
 
 class ColumnProducts:
@@ -128,7 +134,26 @@ def log_moment(
     non-integer order or one below 2, ``min_sep < bands``, a state array above ``max_states``
     entries, or a ``sigma`` so small that one step could overflow float64.
     """
-    owner = "log_moment"
+    lam, products = prepare("log_moment", chain, coefficients, sigma, order, max_states)
+    if chain.min_sep == 1:
+        return _log_moment_memoryless(chain, products, float(sigma), lam)
+    return _log_moment_transfer(chain, products, float(sigma), lam)
+
+
+def prepare(
+    owner: str,
+    chain: ParticipationChain,
+    coefficients: np.ndarray,
+    sigma: float,
+    order: int,
+    max_states: int,
+) -> tuple[int, ColumnProducts]:
+    """Check the inputs of a forward pass; returns the order and the column products.
+
+    Raises ConfigurationError for a non-integer order or one below 2, ``min_sep < bands``, a
+    state array above ``max_states`` entries, or (b >= 2) a ``sigma`` so small that one step
+    could overflow float64.
+    """
     lam = check_order(owner, order)
     check_range(owner, "sigma", sigma, low=0.0, low_open=True)
     check_range(owner, "max_states", max_states, low=1, integer=True)
@@ -147,84 +172,114 @@ def log_moment(
             "order or raise max_states"
         )
     products = ColumnProducts(c, n)
-    if b == 1:
-        return _log_moment_memoryless(chain, products, float(sigma), lam)
-    exponent = step_exponent(lam, float(sigma), products)
-    if exponent > MAX_STEP_EXPONENT:
-        raise ConfigurationError(
-            f"{owner}.sigma = {sigma!r} is invalid for order {lam}: one step could grow the "
-            f"mass by exp({exponent:.4g}), above exp({MAX_STEP_EXPONENT:g}) (float64); must "
-            f"be >= {math.sqrt(lam * (lam - 1) * products.largest / MAX_STEP_EXPONENT):.6g}"
-        )
-    return _log_moment_transfer(chain, products, float(sigma), lam)
+    if b > 1:
+        exponent = step_exponent(lam, float(sigma), products)
+        if exponent > MAX_STEP_EXPONENT:
+            limit = math.sqrt(lam * (lam - 1) * products.largest / MAX_STEP_EXPONENT)
+            raise ConfigurationError(
+                f"{owner}.sigma = {sigma!r} is invalid for order {lam}: one step could grow "
+                f"the mass by exp({exponent:.4g}), above exp({MAX_STEP_EXPONENT:g}) (float64); "
+                f"must be >= {limit:.6g}"
+            )
+    return lam, products
 
 
-def _log_moment_memoryless(
+def memoryless_log_weights(
     chain: ParticipationChain, products: ColumnProducts, sigma: float, lam: int
-) -> float:
-    """b = 1 (so one band): the steps are independent and ``Z`` is a product over steps.
+) -> np.ndarray:
+    """b = 1 (so one band): log-weight of ``m = 0..lam`` copies joining one step.
 
-    ``m ~ Binomial(lam, p)`` copies join step t and interact pairwise with ``G(0, t) = c_0^2``:
-    ``ln Z = sum_t ln E[exp(m (m - 1) G(0, t) / (2 sigma^2))]`` (Mironov et al. 2019, eq. for
-    integer alpha).
+    Nothing is remembered between steps; ``m ~ Binomial(lam, p)`` copies join and interact
+    pairwise with ``G(0, t) = c_0^2``, so the weight is
+    ``C(lam, m) p^m (1 - p)^(lam - m) exp(m (m - 1) c_0^2 / (2 sigma^2))`` at every step.
     """
-    p, n = chain.probability, chain.n_steps
+    p = chain.probability
     m = np.arange(lam + 1, dtype=np.float64)
     log_binom = gammaln(lam + 1) - gammaln(m + 1) - gammaln(lam - m + 1)
     if p >= 1.0:
         log_weights = np.where(m == lam, 0.0, -np.inf)
     else:
         log_weights = log_binom + m * math.log(p) + (lam - m) * math.log1p(-p)
-    g = float(products.at(n - 1)[0])  # k = 1: every column is c_0 e_t
-    return float(n * logsumexp(log_weights + m * (m - 1) / 2.0 * g / sigma**2))
+    g = float(products.at(chain.n_steps - 1)[0])  # k = 1: every column is c_0 e_t
+    return np.asarray(log_weights + m * (m - 1) / 2.0 * g / sigma**2, dtype=np.float64)
 
 
-def _axis(order: int, axis: int, slot: int) -> tuple[slice | int, ...]:
+def _log_moment_memoryless(
+    chain: ParticipationChain, products: ColumnProducts, sigma: float, lam: int
+) -> float:
+    """``ln Z = n ln sum_m weight(m)`` (Mironov, Talwar & Zhang 2019, integer orders)."""
+    return float(chain.n_steps * logsumexp(memoryless_log_weights(chain, products, sigma, lam)))
+
+
+def _axis(axis: int, slot: int) -> tuple[slice | int, ...]:
     return (slice(None),) * axis + (slot,)
+
+
+def initial_state(chain: ParticipationChain, lam: int) -> np.ndarray:
+    """The ``(b + 1)^lam`` array of the initial joint law (slot b empty)."""
+    start = np.zeros(chain.min_sep + 1)
+    start[: chain.min_sep] = chain.initial_law()
+    state = start
+    for _ in range(lam - 1):
+        state = np.multiply.outer(state, start)
+    return state
+
+
+def interaction_exponents(
+    t: int, min_sep: int, products: ColumnProducts, sigma: float
+) -> np.ndarray:
+    """Per-slot exponent ``w`` at step t with a copy joining now (docs/rdp-escort.md §3).
+
+    A copy whose last participation was ``1 <= d < k`` steps ago (``d <= t``) sits in slot
+    ``(t - d) mod b`` and contributes ``G(d, t) / sigma^2``; slot b (joined at this very step)
+    contributes ``G(0, t) / sigma^2``; every other slot 0.
+    """
+    b, k = min_sep, products.bands
+    g = products.at(t)
+    w = np.zeros(b + 1)
+    d = np.arange(1, min(k - 1, t) + 1)
+    w[(t - d) % b] = g[d] / (sigma * sigma)
+    w[b] = g[0] / (sigma * sigma)
+    return w
+
+
+def forward_step(
+    state: np.ndarray, t: int, chain: ParticipationChain, products: ColumnProducts, sigma: float
+) -> float:
+    """Advance ``state`` (in place) over step t; returns the change of its total mass."""
+    b, p, lam = chain.min_sep, chain.probability, state.ndim
+    free, after = t % b, (t + 1) % b
+    grow = np.exp(interaction_exponents(t, b, products, sigma))
+    outer = grow
+    for _ in range(lam - 2):
+        outer = np.multiply.outer(outer, grow)
+    joined_weight = p * outer
+    change = 0.0
+    for j in range(lam):
+        available = state[_axis(j, free)]
+        before = float(available.sum())
+        joined = available * joined_weight
+        state[_axis(j, b)] = joined
+        available *= 1.0 - p
+        change += float(joined.sum()) - p * before
+    for j in range(lam):
+        declined = state[_axis(j, free)].copy()
+        state[_axis(j, free)] = state[_axis(j, b)]
+        state[_axis(j, after)] += declined
+        state[_axis(j, b)] = 0.0
+    return change
 
 
 def _log_moment_transfer(
     chain: ParticipationChain, products: ColumnProducts, sigma: float, lam: int
 ) -> float:
-    """The forward pass over the joint countdown state of ``lam`` copies (b >= 2)."""
-    b, p, n = chain.min_sep, chain.probability, chain.n_steps
-    k = products.bands
-    start = np.zeros(b + 1)
-    start[:b] = chain.initial_law()
-    state = start
-    for _ in range(lam - 1):
-        state = np.multiply.outer(state, start)
+    """The forward pass over the joint countdown state of ``lam`` copies (any b)."""
+    state = initial_state(chain, lam)
     log_scale = 0.0
     mass = float(state.sum())
-    inv_var = 1.0 / (sigma * sigma)
-    for t in range(n):
-        free, after = t % b, (t + 1) % b
-        g = products.at(t)
-        # Per-slot interaction exponent with a copy that joins now: a copy whose last
-        # participation was d < k steps ago (d <= t) sits in slot (t - d) mod b; slot b holds
-        # the copies that joined at this very step.
-        w = np.zeros(b + 1)
-        d = np.arange(1, min(k - 1, t) + 1)
-        w[(t - d) % b] = g[d] * inv_var
-        w[b] = g[0] * inv_var
-        grow = np.exp(w)
-        outer = grow
-        for _ in range(lam - 2):
-            outer = np.multiply.outer(outer, grow)
-        joined_weight = p * outer
-        for j in range(lam):
-            available = state[_axis(lam, j, free)]
-            before = float(available.sum())
-            joined = available * joined_weight
-            state[_axis(lam, j, b)] = joined
-            available *= 1.0 - p
-            mass += float(joined.sum()) - p * before
-        for j in range(lam):
-            declined = state[_axis(lam, j, free)].copy()
-            state[_axis(lam, j, free)] = state[_axis(lam, j, b)]
-            state[_axis(lam, j, after)] += declined
-            state[_axis(lam, j, b)] = 0.0
-        if not (1.0 / _RESCALE <= mass <= _RESCALE):
+    for t in range(chain.n_steps):
+        mass += forward_step(state, t, chain, products, sigma)
+        if not (1.0 / RESCALE <= mass <= RESCALE):
             total = float(state.sum())
             state /= total
             log_scale += math.log(total)
