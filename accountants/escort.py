@@ -118,16 +118,20 @@ def _forward_filter_backward_sample(
 ) -> EscortDraw:
     b, p, n = chain.min_sep, chain.probability, chain.n_steps
     # Forward: keep the (normalised) message before every block-th step, and ln Z.
+    # Messages are only needed up to a constant per step, so checkpoints keep the running
+    # scale of the pass (rescaled like log_moment when the mass leaves its range).
     checkpoints: dict[int, np.ndarray] = {}
     state = moments.initial_state(chain, lam)
-    log_scale = 0.0
+    log_scale, mass = 0.0, float(state.sum())
     for t in range(n):
         if t % block == 0:
             checkpoints[t] = state.copy()
-        moments.forward_step(state, t, chain, products, sigma)
-        state, log_total = _normalised(state)
-        log_scale += log_total
-    log_z = log_scale
+        mass += moments.forward_step(state, t, chain, products, sigma)
+        if not (1.0 / moments.RESCALE <= mass <= moments.RESCALE):
+            state, log_total = _normalised(state)
+            log_scale, mass = log_scale + log_total, 1.0
+    state, log_total = _normalised(state)
+    log_z = log_scale + log_total
 
     # The final joint state (slot b is empty, so never drawn).
     flat = state.ravel()
@@ -136,13 +140,19 @@ def _forward_filter_backward_sample(
     counts = np.zeros((n_samples, n), dtype=np.int8)
     subsets = [np.array(m, dtype=bool) for m in itertools.product((False, True), repeat=lam)]
     rows = np.arange(n_samples)
+    messages = np.empty((min(block, n), *state.shape))
     for first in sorted(checkpoints, reverse=True):
         # Recompute this block's messages alpha_t, t = first .. min(first + block, n) - 1.
-        messages = [checkpoints.pop(first)]
+        # (into one preallocated buffer: fresh arrays per step cost page faults).
+        messages[0] = checkpoints.pop(first)
+        mass = float(messages[0].sum())
         for t in range(first, min(first + block, n) - 1):
-            nxt = messages[-1].copy()
-            moments.forward_step(nxt, t, chain, products, sigma)
-            messages.append(_normalised(nxt)[0])
+            nxt = messages[t - first + 1]
+            np.copyto(nxt, messages[t - first])
+            mass += moments.forward_step(nxt, t, chain, products, sigma)
+            if not (1.0 / moments.RESCALE <= mass <= moments.RESCALE):
+                nxt /= float(nxt.sum())
+                mass = 1.0
         for t in range(min(first + block, n) - 1, first - 1, -1):
             alpha = messages[t - first]
             free, after = t % b, (t + 1) % b

@@ -245,3 +245,16 @@ def test_queries_refuse_bad_sigma_delta_epsilon() -> None:
         accountant.epsilon(scheme, strategy, 1.0, 1.0)
     with pytest.raises(ConfigurationError, match="epsilon"):
         accountant.delta(scheme, strategy, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_b_min_sep_epsilon_is_at_least_the_monte_carlo_estimate(warm: bool) -> None:
+    """RDP is an upper bound: above the Monte Carlo point estimate (which sits near the truth)."""
+    from minsep.accountants.monte_carlo import MonteCarloAccountant
+
+    scheme = BMinSep(n_steps=30, rate=0.05, min_sep=3, warm_start=warm)
+    strategy = BandedToeplitz(coefficients=(0.8, 0.6))
+    sigma, delta = 0.9, 1e-3
+    ours = RdpAccountant(max_order=16).epsilon(scheme, strategy, sigma, delta)
+    estimate = MonteCarloAccountant(samples=20_000, seed=4).epsilon(scheme, strategy, sigma, delta)
+    assert ours.epsilon >= estimate.epsilon
