@@ -11,7 +11,8 @@ Both neighbouring directions are bounded (docs/rdp-escort.md §5):
   (2020, Prop. 12) minimised over the orders, through dp_accounting's ``compute_epsilon`` /
   ``compute_delta`` (which also apply the order-free bound ``delta <= sqrt(1 - e^{-D})``);
 - add (Q against P): for b = 1 with one band (DP-SGD) the run is a product of sampled Gaussians
-  and Mironov, Talwar & Zhang (2019, Thm. 5) give ``D_lam(Q||P) <= D_lam(P||Q)`` step by step,
+  and Mironov, Talwar & Zhang (2019, "Renyi DP of the sampled Gaussian
+  mechanism") give ``D_lam(Q||P) <= D_lam(P||Q)`` step by step,
   so the remove bound covers it (as in dp_accounting). Otherwise no such theorem is known and
   the accountant uses ``P >= pi(empty) Q``: ``delta_add(eps) <= (1 - e^eps pi(empty))_+``,
   together with the symmetric total-variation bound ``sqrt(1 - e^{-D_lam(P||Q)})``.
@@ -212,10 +213,16 @@ class RdpAccountant(Accountant):
     # --- Renyi divergences ---------------------------------------------------------------
 
     def renyi(self, scheme: SamplingScheme, strategy: Strategy, sigma: float) -> RenyiBound:
-        """``D_lam(P||Q)`` at every affordable order, and what the add direction needs."""
+        """``D_lam(P||Q)`` at every affordable order, and what the add direction needs.
+
+        Raises ConfigurationError when explicit ``orders`` do not fit ``max_states`` for this
+        scheme, NotAccountableError when the pair is not supported at all.
+        """
+        chain = scheme.participation_chain()
+        if chain is not None and self.orders is not None:
+            self.orders_for(chain)  # explicit orders: a configuration error, not a decline
         self.require(scheme, strategy)
         check_sigma(type(self).__name__, sigma)
-        chain = scheme.participation_chain()
         assert chain is not None  # checked by require
         coefficients = np.asarray(strategy.coefficients, dtype=np.float64)
         products = moments.ColumnProducts(coefficients, chain.n_steps)
@@ -344,7 +351,7 @@ class RdpAccountant(Accountant):
             rough = [o for o, e in zip(bound.orders, bound.exact, strict=True) if not e]
             notes.append(f"orders {rough} use the convexity bound (sigma too small for float64)")
         if bound.add_covered:
-            notes.append("add direction covered by Mironov et al. 2019, Thm. 5 (b = 1, C = I)")
+            notes.append("add direction covered by Mironov, Talwar & Zhang 2019 (b = 1, C = I)")
         else:
             notes.append(
                 "add direction bounded by P >= pi(empty) Q with ln pi(empty) = "

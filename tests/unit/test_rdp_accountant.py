@@ -217,6 +217,8 @@ def test_order_above_the_memory_budget_is_refused() -> None:
     with pytest.raises(ConfigurationError, match=r"orders = \(2, 3\).*max_states = 16777216"):
         accountant.orders_for(chain)
     assert "max_states" in str(accountant.why_not(scheme, Identity()))
+    with pytest.raises(ConfigurationError, match=r"orders = \(2, 3\).*max_states = 16777216"):
+        accountant.epsilon(scheme, Identity(), 1.0, 1e-5)
 
 
 def test_sigma_too_small_for_float64_is_refused_by_the_kernel() -> None:
