@@ -33,7 +33,7 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
 
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.pld import check_delta, check_epsilon, check_sigma, conservative_sigma
-from minsep.framework.errors import ConfigurationError
+from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import accountants
@@ -320,7 +320,23 @@ class RdpAccountant(Accountant):
         def epsilon_at(sigma: float) -> float:
             return self._epsilon(self.renyi(scheme, strategy, sigma), delta)[0]
 
-        sigma, achieved, examined = conservative_sigma(epsilon_at, epsilon, rtol=self.sigma_rtol)
+        try:
+            sigma, achieved, examined = conservative_sigma(
+                epsilon_at, epsilon, rtol=self.sigma_rtol
+            )
+        except CalibrationError as exc:
+            chain = scheme.participation_chain()
+            assert chain is not None  # checked by require
+            orders = self.orders_for(chain)
+            floor = min(
+                math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1) for a in orders
+            )
+            raise CalibrationError(
+                f"{exc}. With orders {orders[0]}..{orders[-1]} the RDP conversion alone costs "
+                f"epsilon >= {floor:.6g} at delta = {delta:g} whatever sigma (until D_lam < "
+                f"delta^2); higher orders need more than max_states = {self.max_states} states "
+                f"at min_sep = {chain.min_sep}"
+            ) from exc
         return CalibrationResult(
             **self.provenance(scheme, strategy, "rdp"),
             seconds=time.perf_counter() - start,

@@ -260,3 +260,14 @@ def test_b_min_sep_epsilon_is_at_least_the_monte_carlo_estimate(warm: bool) -> N
     ours = RdpAccountant(max_order=16).epsilon(scheme, strategy, sigma, delta)
     estimate = MonteCarloAccountant(samples=20_000, seed=4).epsilon(scheme, strategy, sigma, delta)
     assert ours.epsilon >= estimate.epsilon
+
+
+def test_calibration_explains_the_conversion_floor() -> None:
+    """With only order 2 affordable, epsilon <~ ln(1/delta) is out of reach: say why."""
+    from minsep.framework.errors import CalibrationError
+
+    scheme = BMinSep(n_steps=20, rate=0.01, min_sep=8)
+    strategy = BandedToeplitz(coefficients=(0.8, 0.6))
+    accountant = RdpAccountant(max_states=81)  # (8 + 1)^2: order 2 only
+    with pytest.raises(CalibrationError, match=r"orders 2\.\.2 .*costs epsilon >= 16\.7"):
+        accountant.calibrate(scheme, strategy, 10.0, 1.3e-8)
