@@ -14,12 +14,10 @@ import math
 import attrs
 import numpy as np
 
-from minsep.framework.validation import positive_int, probability
+from minsep.framework.validation import fail, positive_int, probability
 
 
 def _boolean(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
-    from minsep.framework.validation import fail
-
     if not isinstance(value, bool | np.bool_):
         raise fail(instance, attribute.name, value, "True or False")
 

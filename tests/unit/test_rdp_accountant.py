@@ -229,7 +229,13 @@ def test_sigma_too_small_for_float64_is_refused_by_the_kernel() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("n_steps", 0), ("min_sep", 0), ("probability", 0.0), ("probability", 1.5)],
+    [
+        ("n_steps", 0),
+        ("min_sep", 0),
+        ("probability", 0.0),
+        ("probability", 1.5),
+        ("warm_start", "yes"),
+    ],
 )
 def test_chain_refuses_bad_parameters(field: str, value: object) -> None:
     kwargs: dict[str, object] = {"n_steps": 4, "min_sep": 2, "probability": 0.3}
