@@ -42,6 +42,10 @@ from minsep.framework.validation import fail, integer, number
 
 __all__ = ["RdpAccountant", "RenyiBound"]
 
+#: Relative margin added to ln Z / (lam - 1) and to -ln pi(empty): covers the float64 rounding of
+#: the forward pass (about n * 1e-16 relative) so that rounding never lowers a bound.
+_ROUNDING = 1e-10
+
 
 def _orders(value: Any) -> Any:
     if value is None or isinstance(value, str | bytes):
@@ -239,7 +243,7 @@ class RdpAccountant(Accountant):
                 log_z = moments.log_moment(
                     chain, coefficients, sigma, order, max_states=self.max_states
                 )
-                values.append(max(log_z / (order - 1), 0.0))
+                values.append(max(log_z / (order - 1), 0.0) * (1.0 + _ROUNDING))
             else:
                 # Convexity of u -> u^lam: Z <= max_x exp(lam (lam - 1) ||Cx||^2 / (2 sigma^2)).
                 if squared_sensitivity is None:
@@ -258,7 +262,7 @@ class RdpAccountant(Accountant):
             rdp=tuple(values),
             exact=tuple(exact),
             add_covered=chain.min_sep == 1 and strategy.bands == 1,
-            log_no_participation=chain.log_no_participation(),
+            log_no_participation=chain.log_no_participation() * (1.0 + _ROUNDING),
         )
 
     # --- queries -------------------------------------------------------------------------
