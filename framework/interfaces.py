@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from minsep.framework.backend import Backend, RandomSource
     from minsep.framework.parameters import CompareContext, CompareVariant, Parameter
+    from minsep.framework.participation import ParticipationChain
     from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
 
@@ -342,6 +343,14 @@ class SamplingScheme(ABC):
             return {"scheme": self.name, **attrs.asdict(self, recurse=False)}  # type: ignore[arg-type]
         return {"scheme": self.name, "n_steps": self.n_steps, "rate": self.rate}
 
+    def participation_chain(self) -> ParticipationChain | None:
+        """The b-min-sep availability chain of one unit, when its participation follows one.
+
+        Exact Renyi accounting (docs/rdp-escort.md) needs the sensitive unit's pattern to be
+        that chain (docs/math.md §3); every other scheme answers None (the default).
+        """
+        return None
+
 
 #: Numeric arguments of the questions: ``check_range`` keywords of their allowed ranges.
 _QUESTION_NUMBERS: dict[str, dict[str, Any]] = {
@@ -490,8 +499,15 @@ class Accountant(ABC):
         for bad arguments and NotAccountableError for a pair this accountant cannot account."""
 
         question = Question.checked(self, name, scheme, strategy, **numbers)
+        self.check_configuration(question.scheme, question.strategy)
         self.require(question.scheme, question.strategy)
         return question
+
+    def check_configuration(self, scheme: SamplingScheme, strategy: Strategy) -> None:
+        """Raise ConfigurationError when this accountant's own settings cannot serve the pair
+        (e.g. explicitly chosen Renyi orders whose state space exceeds the memory budget for
+        this scheme). Runs before :meth:`require`, so a settings problem is reported as one
+        rather than as an unsupported pair. Default: nothing to check."""
 
     def epsilon(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float

@@ -42,8 +42,9 @@ BANDED_STRATEGY = "banded_toeplitz"
 #: Registered strategy for one band (DP-SGD).
 IDENTITY_STRATEGY = "identity"
 #: Accountants tried, in order, when none is named: exact first, then certified Monte Carlo,
-#: then the unamplified (always applicable, loosest) Gaussian bound.
-PREFERENCE: tuple[str, ...] = ("pld", "monte_carlo", "gaussian")
+#: then the deterministic Renyi-DP bound, then the unamplified (always applicable, loosest)
+#: Gaussian bound.
+PREFERENCE: tuple[str, ...] = ("pld", "monte_carlo", "rdp", "gaussian")
 #: The accountant name meaning "the first of PREFERENCE that can".
 AUTO = "auto"
 

@@ -23,6 +23,7 @@ import numpy as np
 from minsep.framework.errors import InfeasibleError
 from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
+from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import schemes
 from minsep.framework.validation import positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -211,3 +212,12 @@ class BMinSep(SchemeBase):
             max_batch_size=max_batch_size,
         )
         return model
+
+    def participation_chain(self) -> ParticipationChain:
+        """The availability chain (b = min_sep, p, cold or warm) for exact RDP accounting."""
+        return ParticipationChain(
+            n_steps=self.n_steps,
+            min_sep=self.min_sep,
+            probability=self.probability,
+            warm_start=self.warm_start,
+        )

@@ -14,6 +14,7 @@ import numpy as np
 
 from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
+from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import schemes
 from minsep.framework.validation import positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -126,3 +127,7 @@ class Poisson(SchemeBase):
             ),
             self.n_steps,
         )
+
+    def participation_chain(self) -> ParticipationChain:
+        """b-min-sep with b = 1 at probability p0, for exact RDP accounting."""
+        return ParticipationChain(n_steps=self.n_steps, min_sep=1, probability=self.rate)

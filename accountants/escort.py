@@ -1,0 +1,210 @@
+"""Exact draws from the escort R_lam of b-min-sep BandMF and the importance weight W.
+
+docs/rdp-escort.md §6. The escort ``R_lam(y) = u(y)^lam Q(y) / Z_lam`` is the mixture over
+lam-tuples of patterns, weighted by ``omega(x_1..x_lam)`` (§1), of ``N(C sum_j x_j, sigma^2 I)``.
+The tuple law is the Markov chain of the forward pass (§3), so exact independent tuples come from
+forward filtering, backward sampling: run the pass, draw the final joint state from the last
+message, then walk back one step at a time drawing the previous state from
+``alpha_t(s) * weight(s -> s')``. Only ``sum_j x_j`` (the participation count of each step)
+is needed for y, so that is what :func:`sample_escort_counts` returns.
+
+Memory: the forward messages are kept every ``block`` steps (default ``ceil(sqrt(n))``) and
+each block is recomputed from its checkpoint when the backward walk reaches it: about
+``2 sqrt(n)`` arrays of ``(b + 1)^lam`` floats and two forward passes in all. The draws do not
+depend on ``block`` (the random numbers are consumed in the same order).
+
+The weight: ``E_{R_lam}[W] = E_P[(1 - e^eps / u)_+] = delta_remove(eps)`` with
+``W = Z_lam u^(1 - lam) (1 - e^eps / u)_+``, and ``0 <= W <= s_lam(eps) = Z_lam
+e^{-(lam - 1) eps} (lam - 1)^(lam - 1) / lam^lam`` pointwise (§6).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import attrs
+import numpy as np
+from scipy.signal import lfilter
+from scipy.special import logsumexp
+
+from minsep.accountants import rdp_moments as moments
+from minsep.framework.participation import ParticipationChain
+from minsep.framework.validation import check_range
+
+__all__ = [
+    "EscortDraw",
+    "escort_outputs",
+    "log_escort_weight",
+    "log_support_bound",
+    "sample_escort_counts",
+]
+
+
+@attrs.frozen
+class EscortDraw:
+    """Independent draws of the escort's tuple law.
+
+    Attributes:
+        counts: ``(n_samples, n)`` int8: how many of the lam copies participate at each step.
+        log_z: ``ln Z_lam`` from the same forward pass.
+        order: lam.
+    """
+
+    counts: np.ndarray
+    log_z: float
+    order: int
+
+
+def sample_escort_counts(
+    chain: ParticipationChain,
+    coefficients: np.ndarray,
+    sigma: float,
+    order: int,
+    n_samples: int,
+    rng: np.random.Generator,
+    *,
+    max_states: int = moments.DEFAULT_MAX_STATES,
+    block: int | None = None,
+) -> EscortDraw:
+    """``n_samples`` exact independent draws of ``sum_j x_j`` under the escort's tuple law.
+
+    Same input checks as :func:`~minsep.accountants.rdp_moments.log_moment` (ConfigurationError
+    naming the parameter); ``block`` is the checkpoint spacing of the forward messages.
+    """
+    owner = "sample_escort_counts"
+    lam, products = moments.prepare(owner, chain, coefficients, sigma, order, max_states)
+    check_range(owner, "n_samples", n_samples, low=1, integer=True)
+    n = chain.n_steps
+    if block is None:
+        block = max(1, math.isqrt(n - 1) + 1)
+    check_range(owner, "block", block, low=1, integer=True)
+    if chain.min_sep == 1:
+        return _memoryless(chain, products, float(sigma), lam, n_samples, rng)
+    return _forward_filter_backward_sample(
+        chain, products, float(sigma), lam, n_samples, rng, int(block)
+    )
+
+
+def _memoryless(
+    chain: ParticipationChain,
+    products: moments.ColumnProducts,
+    sigma: float,
+    lam: int,
+    n_samples: int,
+    rng: np.random.Generator,
+) -> EscortDraw:
+    """b = 1: the steps are independent; each draws its count from the normalised weights."""
+    log_w = moments.memoryless_log_weights(chain, products, sigma, lam)
+    log_norm = float(logsumexp(log_w))
+    law = np.exp(log_w - log_norm)
+    counts = rng.choice(lam + 1, size=(n_samples, chain.n_steps), p=law / law.sum())
+    return EscortDraw(counts=counts.astype(np.int8), log_z=chain.n_steps * log_norm, order=lam)
+
+
+def _normalised(state: np.ndarray) -> tuple[np.ndarray, float]:
+    total = float(state.sum())
+    return state / total, math.log(total)
+
+
+def _forward_filter_backward_sample(
+    chain: ParticipationChain,
+    products: moments.ColumnProducts,
+    sigma: float,
+    lam: int,
+    n_samples: int,
+    rng: np.random.Generator,
+    block: int,
+) -> EscortDraw:
+    b, p, n = chain.min_sep, chain.probability, chain.n_steps
+    # Forward: keep the (normalised) message before every block-th step, and ln Z.
+    # Messages are only needed up to a constant per step, so checkpoints keep the running
+    # scale of the pass (rescaled like log_moment when the mass leaves its range).
+    checkpoints: dict[int, np.ndarray] = {}
+    state = moments.initial_state(chain, lam)
+    log_scale, mass = 0.0, float(state.sum())
+    for t in range(n):
+        if t % block == 0:
+            checkpoints[t] = state.copy()
+        mass += moments.forward_step(state, t, chain, products, sigma)
+        if not (1.0 / moments.RESCALE <= mass <= moments.RESCALE):
+            state, log_total = _normalised(state)
+            log_scale, mass = log_scale + log_total, 1.0
+    state, log_total = _normalised(state)
+    log_z = log_scale + log_total
+
+    # The final joint state (slot b is empty, so never drawn).
+    flat = state.ravel()
+    picks = rng.choice(flat.size, size=n_samples, p=flat / flat.sum())
+    post = np.stack(np.unravel_index(picks, state.shape), axis=1)  # (n_samples, lam) slots
+    counts = np.zeros((n_samples, n), dtype=np.int8)
+    subsets = [np.array(m, dtype=bool) for m in itertools.product((False, True), repeat=lam)]
+    rows = np.arange(n_samples)
+    messages = np.empty((min(block, n), *state.shape))
+    for first in sorted(checkpoints, reverse=True):
+        # Recompute this block's messages alpha_t, t = first .. min(first + block, n) - 1.
+        # (into one preallocated buffer: fresh arrays per step cost page faults).
+        messages[0] = checkpoints.pop(first)
+        mass = float(messages[0].sum())
+        for t in range(first, min(first + block, n) - 1):
+            nxt = messages[t - first + 1]
+            np.copyto(nxt, messages[t - first])
+            mass += moments.forward_step(nxt, t, chain, products, sigma)
+            if not (1.0 / moments.RESCALE <= mass <= moments.RESCALE):
+                nxt /= float(nxt.sum())
+                mass = 1.0
+        for t in range(min(first + block, n) - 1, first - 1, -1):
+            alpha = messages[t - first]
+            free, after = t % b, (t + 1) % b
+            joined = post == free  # slot f after step t: joined at t (b >= 2)
+            n_joined = joined.sum(axis=1)
+            counts[:, t] = n_joined
+            w = moments.interaction_exponents(t, b, products, sigma)
+            weights = np.zeros((len(subsets), n_samples))
+            candidates = []
+            for i, declined in enumerate(subsets):
+                # Copies in ``declined`` were available and declined (now in slot `after`).
+                ok = np.all(post[:, declined] == after, axis=1)
+                pre = post.copy()
+                pre[joined] = free
+                pre[:, declined] = free
+                candidates.append(pre)
+                pair = w[np.where(joined, b, pre)]  # exponent each other copy contributes
+                others = np.where(joined, 0.0, pair).sum(axis=1)
+                exponent = n_joined * others + n_joined * (n_joined - 1) / 2.0 * w[b]
+                log_t = (
+                    n_joined * math.log(p)
+                    + (declined.sum() * math.log1p(-p) if p < 1.0 and declined.any() else 0.0)
+                    + exponent
+                )
+                if p >= 1.0 and declined.any():
+                    ok[:] = False
+                value = alpha[tuple(pre.T)] * np.exp(log_t)
+                weights[i] = np.where(ok, value, 0.0)
+            cumulative = np.cumsum(weights, axis=0)
+            pick = (rng.random(n_samples) * cumulative[-1] < cumulative).argmax(axis=0)
+            post = np.stack(candidates)[pick, rows]
+    return EscortDraw(counts=counts, log_z=log_z, order=lam)
+
+
+def escort_outputs(
+    counts: np.ndarray, coefficients: np.ndarray, sigma: float, rng: np.random.Generator
+) -> np.ndarray:
+    """``y = C counts + sigma z`` per row (banded Toeplitz C, rows cut at step n)."""
+    mean = lfilter(np.asarray(coefficients, dtype=np.float64), [1.0], counts, axis=1)
+    return np.asarray(mean + sigma * rng.standard_normal(counts.shape), dtype=np.float64)
+
+
+def log_escort_weight(log_u: np.ndarray, log_z: float, order: int, epsilon: float) -> np.ndarray:
+    """``ln W = ln Z + (1 - lam) ln u + ln(1 - e^{eps - ln u})`` (``-inf`` where ln u <= eps)."""
+    log_u = np.asarray(log_u, dtype=np.float64)
+    gap = np.minimum(epsilon - log_u, 0.0)
+    with np.errstate(divide="ignore"):
+        tail = np.log(-np.expm1(gap))
+    return np.where(log_u > epsilon, log_z + (1 - order) * log_u + tail, -np.inf)
+
+
+def log_support_bound(log_z: float, order: int, epsilon: float) -> float:
+    """``ln s_lam(eps) = ln Z - (lam - 1) eps + (lam - 1) ln(lam - 1) - lam ln lam``."""
+    lam = order
+    return log_z - (lam - 1) * epsilon + (lam - 1) * math.log(lam - 1) - lam * math.log(lam)

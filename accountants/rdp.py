@@ -1,0 +1,372 @@
+"""Exact integer-order Renyi accounting of b-min-sep BandMF (docs/rdp-escort.md).
+
+For a scheme whose sensitive unit follows a b-min-sep participation chain
+(:meth:`~minsep.framework.interfaces.SamplingScheme.participation_chain`: b-min-sep cold or
+warm, Poisson as b = 1) and a strategy with ``bands <= b``, :func:`log_moment` gives
+``D_lam(P||Q)`` exactly at integer orders ``lam`` whose state array fits the memory budget.
+
+Both neighbouring directions are bounded (docs/rdp-escort.md §5):
+
+- remove (P against Q): the optimal single-order conversion of Canonne, Kamath & Steinke
+  (2020, Prop. 12) minimised over the orders, through dp_accounting's ``compute_epsilon`` /
+  ``compute_delta`` (which also apply the order-free bound ``delta <= sqrt(1 - e^{-D})``);
+- add (Q against P): for b = 1 with one band (DP-SGD) the run is a product of sampled Gaussians
+  and Mironov, Talwar & Zhang (2019, "Renyi DP of the sampled Gaussian
+  mechanism") give ``D_lam(Q||P) <= D_lam(P||Q)`` step by step,
+  so the remove bound covers it (as in dp_accounting). Otherwise no such theorem is known and
+  the accountant uses ``P >= pi(empty) Q``: ``delta_add(eps) <= (1 - e^eps pi(empty))_+``,
+  together with the symmetric total-variation bound ``sqrt(1 - e^{-D_lam(P||Q)})``.
+
+The reported epsilon and delta are the larger of the two directions: upper bounds, with no
+failure probability, loose by the RDP conversion (and, when it binds, by the add bound).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
+
+from minsep.accountants import rdp_moments as moments
+from minsep.accountants.pld import check_sigma, conservative_sigma
+from minsep.framework.errors import CalibrationError, ConfigurationError
+from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
+from minsep.framework.participation import ParticipationChain
+from minsep.framework.registries import accountants
+from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+from minsep.framework.validation import fail, integer, number
+
+__all__ = ["RdpAccountant", "RenyiBound"]
+
+#: Relative margin added to ln Z / (lam - 1) and to -ln pi(empty): covers the float64 rounding of
+#: the forward pass (about n * 1e-16 relative) so that rounding never lowers a bound.
+_ROUNDING = 1e-10
+
+
+def _orders(value: Any) -> Any:
+    if value is None or isinstance(value, str | bytes):
+        return value
+    try:
+        return tuple(value)
+    except TypeError:
+        return value
+
+
+def _integer_orders(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    ok = (
+        isinstance(value, tuple)
+        and len(value) > 0
+        and all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value)
+        and all(int(v) >= 2 for v in value)
+    )
+    if not ok:
+        raise fail(
+            instance, attribute.name, value, "None or a non-empty list of integer orders >= 2"
+        )
+
+
+@attrs.frozen
+class RenyiBound:
+    """Renyi divergences of one (scheme, strategy, sigma) and the add-direction inputs.
+
+    Attributes:
+        orders: the integer orders evaluated.
+        rdp: ``D_lam(P||Q)`` per order (exact, or the convexity bound where flagged).
+        exact: per order, False where sigma was too small for the float64 forward pass and
+            ``lam S^2 / (2 sigma^2)`` (S the strategy's sensitivity) was used instead.
+        add_covered: True when ``D_lam(Q||P) <= D_lam(P||Q)`` is a theorem (b = 1, one band).
+        log_no_participation: ``ln pi(empty)`` of the pattern law.
+    """
+
+    orders: tuple[int, ...]
+    rdp: tuple[float, ...]
+    exact: tuple[bool, ...]
+    add_covered: bool
+    log_no_participation: float
+
+    def remove_epsilon(self, delta: float) -> tuple[float, int]:
+        """Optimal-conversion epsilon of the remove direction and the order attaining it."""
+        eps, order = rdp_conversion.compute_epsilon(self.orders, self.rdp, delta)
+        return max(float(eps), 0.0), int(order)
+
+    def remove_delta(self, epsilon: float) -> tuple[float, int]:
+        """Optimal-conversion delta of the remove direction and the order attaining it."""
+        value, order = rdp_conversion.compute_delta(self.orders, self.rdp, epsilon)
+        return min(max(float(value), 0.0), 1.0), int(order)
+
+    def _tv_bound(self) -> float:
+        """``sqrt(1 - exp(-min D))``: bounds the total variation (Bretagnolle-Huber)."""
+        return math.sqrt(-math.expm1(-min(self.rdp)))
+
+    def add_epsilon(self, delta: float) -> float:
+        """Smallest epsilon at which the add-direction bound is <= delta."""
+        if self.add_covered or self._tv_bound() <= delta:
+            return 0.0
+        return max(0.0, math.log1p(-delta) - self.log_no_participation)
+
+    def add_delta(self, epsilon: float) -> float:
+        """``min((1 - e^eps pi(empty))_+, sqrt(1 - e^{-D}))`` (0 when covered by the remove)."""
+        if self.add_covered:
+            return 0.0
+        if math.isinf(self.log_no_participation):
+            return self._tv_bound()
+        hockey = max(0.0, -math.expm1(epsilon + self.log_no_participation))
+        return min(hockey, self._tv_bound())
+
+
+@accountants.register("rdp")
+@attrs.frozen
+class RdpAccountant(Accountant):
+    """Exact integer-order RDP of b-min-sep / Poisson, converted optimally to (eps, delta).
+
+    Attributes:
+        orders: the integer orders >= 2 to evaluate, or None (default): every order
+            ``2..max_order`` whose state array fits ``max_states`` while the total work stays
+            within ``max_work``. An explicit order whose state array does not fit raises
+            ConfigurationError when the scheme is known.
+        max_order: largest order tried automatically.
+        max_states: memory budget: entries of one forward pass's array ``(b + 1)^lam``.
+        max_work: time budget of the automatic orders (element operations of all passes).
+        sigma_rtol: calibration returns a sigma within ``1 + sigma_rtol`` of the smallest
+            sigma meeting the target, never below it.
+    """
+
+    orders: tuple[int, ...] | None = attrs.field(
+        default=None, converter=_orders, validator=_integer_orders
+    )
+    max_order: int = attrs.field(default=64, validator=integer(low=2, high=4096))
+    max_states: int = attrs.field(default=moments.DEFAULT_MAX_STATES, validator=integer(low=1))
+    max_work: int = attrs.field(default=2**25, validator=integer(low=1))
+    sigma_rtol: float = attrs.field(
+        default=1e-3, validator=number(low=0.0, high=0.5, low_open=True)
+    )
+
+    @classmethod
+    def example(cls) -> RdpAccountant:
+        return cls()
+
+    @classmethod
+    def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
+        return [
+            ({"orders": (2, 2.5)}, "orders"),
+            ({"orders": (1,)}, "orders"),
+            ({"orders": ()}, "orders"),
+            ({"max_order": 1}, "max_order"),
+            ({"max_states": 0}, "max_states"),
+            ({"max_work": 0}, "max_work"),
+            ({"sigma_rtol": 0.0}, "sigma_rtol"),
+        ]
+
+    # --- support -------------------------------------------------------------------------
+
+    def orders_for(self, chain: ParticipationChain) -> tuple[int, ...]:
+        """The orders evaluated for ``chain`` (explicit ones are checked against the budget)."""
+        b, n = chain.min_sep, chain.n_steps
+        if self.orders is not None:
+            for order in self.orders:
+                states = moments.stored_states(b, int(order))
+                if states > self.max_states:
+                    raise ConfigurationError(
+                        f"RdpAccountant.orders = {self.orders!r} is invalid for min_sep = {b}: "
+                        f"order {order} needs (min_sep + 1)^order = {states} states, above "
+                        f"max_states = {self.max_states}"
+                    )
+            return tuple(sorted({int(o) for o in self.orders}))
+        chosen: list[int] = []
+        spent = 0
+        for order in range(2, self.max_order + 1):
+            cost = moments.work(n, b, order)
+            if moments.stored_states(b, order) > self.max_states or spent + cost > self.max_work:
+                break
+            chosen.append(order)
+            spent += cost
+        return tuple(chosen)
+
+    def check_configuration(self, scheme: SamplingScheme, strategy: Strategy) -> None:
+        """Explicit ``orders`` must fit ``max_states`` for the scheme's min-sep."""
+        chain = scheme.participation_chain()
+        if chain is not None and self.orders is not None:
+            self.orders_for(chain)
+
+    def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
+        """Declines schemes without a b-min-sep chain, ``bands > b`` and too large state spaces."""
+        chain = scheme.participation_chain()
+        if chain is None:
+            return (
+                f"scheme {scheme.name!r} has no b-min-sep participation chain (exact Renyi "
+                "moments need one; docs/rdp-escort.md §2)"
+            )
+        if strategy.bands > chain.min_sep:
+            return (
+                f"the strategy has {strategy.bands} bands but min_sep = {chain.min_sep}: exact "
+                "Renyi moments need bands <= min_sep"
+            )
+        b = chain.min_sep
+        try:
+            orders = self.orders_for(chain)
+        except ConfigurationError as exc:
+            return str(exc)
+        if not orders:
+            return (
+                f"even order 2 is unaffordable at min_sep = {b}: (min_sep + 1)^2 = "
+                f"{moments.stored_states(b, 2)} states (max_states = {self.max_states}), "
+                f"{moments.work(chain.n_steps, b, 2)} operations (max_work = {self.max_work})"
+            )
+        return None
+
+    # --- Renyi divergences ---------------------------------------------------------------
+
+    def renyi(self, scheme: SamplingScheme, strategy: Strategy, sigma: float) -> RenyiBound:
+        """``D_lam(P||Q)`` at every affordable order, and what the add direction needs.
+
+        Raises ConfigurationError when explicit ``orders`` do not fit ``max_states`` for this
+        scheme, NotAccountableError when the pair is not supported at all.
+        """
+        chain = scheme.participation_chain()
+        if chain is not None and self.orders is not None:
+            self.orders_for(chain)  # explicit orders: a configuration error, not a decline
+        self.require(scheme, strategy)
+        check_sigma(type(self).__name__, sigma)
+        assert chain is not None  # checked by require
+        coefficients = np.asarray(strategy.coefficients, dtype=np.float64)
+        products = moments.ColumnProducts(coefficients, chain.n_steps)
+        orders = self.orders_for(chain)
+        values: list[float] = []
+        exact: list[bool] = []
+        squared_sensitivity: float | None = None
+        for order in orders:
+            fits = (
+                chain.min_sep == 1
+                or moments.step_exponent(order, sigma, products) <= moments.MAX_STEP_EXPONENT
+            )
+            if fits:
+                log_z = moments.log_moment(
+                    chain, coefficients, sigma, order, max_states=self.max_states
+                )
+                values.append(max(log_z / (order - 1), 0.0) * (1.0 + _ROUNDING))
+            else:
+                # Convexity of u -> u^lam: Z <= max_x exp(lam (lam - 1) ||Cx||^2 / (2 sigma^2)).
+                if squared_sensitivity is None:
+                    squared_sensitivity = (
+                        float(
+                            strategy.sensitivity(
+                                chain.n_steps, chain.min_sep, scheme.max_participations
+                            )
+                        )
+                        ** 2
+                    )
+                values.append(order * squared_sensitivity / (2.0 * sigma * sigma))
+            exact.append(fits)
+        return RenyiBound(
+            orders=orders,
+            rdp=tuple(values),
+            exact=tuple(exact),
+            add_covered=chain.min_sep == 1 and strategy.bands == 1,
+            log_no_participation=chain.log_no_participation() * (1.0 + _ROUNDING),
+        )
+
+    # --- queries -------------------------------------------------------------------------
+
+    def _epsilon(self, question: Question) -> EpsilonResult:
+        """epsilon(delta) at ``sigma``: the larger of the two directions' bounds."""
+        q = question
+        bound = self.renyi(q.scheme, q.strategy, q.sigma)
+        value, notes = self._epsilon_of(bound, q.delta)
+        return EpsilonResult(
+            **q.provenance("rdp"),
+            notes=notes,
+            epsilon=value,
+            certified_epsilon=value,
+            delta=q.delta,
+            sigma=q.sigma,
+        )
+
+    def _delta(self, question: Question) -> DeltaResult:
+        """delta(epsilon) at ``sigma``: the larger of the two directions' bounds."""
+        q = question
+        epsilon, sigma = q.epsilon, q.sigma
+        bound = self.renyi(q.scheme, q.strategy, sigma)
+        remove, order = bound.remove_delta(epsilon)
+        add = bound.add_delta(epsilon)
+        value = max(remove, add)
+        return DeltaResult(
+            **q.provenance("rdp"),
+            notes=(
+                *self._notes(bound),
+                f"remove-direction delta {remove!r} (order {order}), add-direction {add!r}",
+            ),
+            delta=value,
+            certified_delta=value,
+            epsilon=epsilon,
+            sigma=sigma,
+        )
+
+    def _calibrate(self, question: Question) -> CalibrationResult:
+        """The smallest sigma (within ``sigma_rtol``) whose RDP epsilon(delta) <= ``epsilon``.
+
+        Conservative: the returned sigma was evaluated and meets the target.
+        """
+        scheme, strategy = question.scheme, question.strategy
+        epsilon, delta = question.epsilon, question.delta
+
+        def epsilon_at(sigma: float) -> float:
+            return self._epsilon_of(self.renyi(scheme, strategy, sigma), delta)[0]
+
+        try:
+            sigma, achieved, examined = conservative_sigma(
+                epsilon_at, epsilon, rtol=self.sigma_rtol
+            )
+        except CalibrationError as exc:
+            chain = scheme.participation_chain()
+            assert chain is not None  # checked by require
+            orders = self.orders_for(chain)
+            floor = min(
+                math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1) for a in orders
+            )
+            raise CalibrationError(
+                f"{exc}. With orders {orders[0]}..{orders[-1]} the RDP conversion alone costs "
+                f"epsilon >= {floor:.6g} at delta = {delta:g} whatever sigma (until D_lam < "
+                f"delta^2); higher orders need more than max_states = {self.max_states} states "
+                f"at min_sep = {chain.min_sep}"
+            ) from exc
+        return CalibrationResult(
+            **question.provenance("rdp"),
+            notes=(f"RDP epsilon at the returned sigma: {achieved!r}",),
+            sigma=sigma,
+            epsilon=epsilon,
+            delta=delta,
+            certified=True,
+            candidates=tuple(sorted(examined, reverse=True)),
+        )
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _epsilon_of(self, bound: RenyiBound, delta: float) -> tuple[float, tuple[str, ...]]:
+        remove, order = bound.remove_epsilon(delta)
+        add = bound.add_epsilon(delta)
+        notes = (
+            *self._notes(bound),
+            f"remove-direction epsilon {remove!r} (order {order}), add-direction {add!r}",
+        )
+        return max(remove, add), notes
+
+    @staticmethod
+    def _notes(bound: RenyiBound) -> tuple[str, ...]:
+        orders = f"{bound.orders[0]}..{bound.orders[-1]}" if bound.orders else "none"
+        notes = [f"integer Renyi orders {orders}"]
+        if not all(bound.exact):
+            rough = [o for o, e in zip(bound.orders, bound.exact, strict=True) if not e]
+            notes.append(f"orders {rough} use the convexity bound (sigma too small for float64)")
+        if bound.add_covered:
+            notes.append("add direction covered by Mironov, Talwar & Zhang 2019 (b = 1, C = I)")
+        else:
+            notes.append(
+                "add direction bounded by P >= pi(empty) Q with ln pi(empty) = "
+                f"{bound.log_no_participation!r} and the total-variation bound"
+            )
+        return tuple(notes)
