@@ -19,23 +19,23 @@ import attrs
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses import gpu_kernels
-from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.losses.fields import (
+from minsep.schemes.b_min_sep import gpu_kernels
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import (
     as_coefficients,
     boolean,
     check_bands_fit,
     coefficients_validator,
 )
-from minsep.schemes.losses.fused import host_b_min_sep, host_noise
-from minsep.schemes.losses.jit import CompiledKernels, kernels_enabled
-from minsep.schemes.losses.recursion import (
+from minsep.schemes.kernels.fused import host_b_min_sep, host_noise
+from minsep.schemes.kernels.jit import CompiledKernels, kernels_enabled
+from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.losses.sampling import chain_steps, steps_to_pattern
-from minsep.schemes.losses.transcript import BlockTranscript
+from minsep.schemes.kernels.sampling import chain_steps, steps_to_pattern
+from minsep.schemes.kernels.transcript import BlockTranscript
 
 
 def b_min_sep_log_ratio(
@@ -93,7 +93,7 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
 
     def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
-        (ascending, then padded with n): :func:`~minsep.schemes.losses.sampling.chain_steps`."""
+        (ascending, then padded with n): :func:`~minsep.schemes.kernels.sampling.chain_steps`."""
         return chain_steps(
             n_samples,
             self.n_steps,

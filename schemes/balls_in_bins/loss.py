@@ -20,11 +20,11 @@ import numpy as np
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot
-from minsep.schemes.losses.fields import as_coefficients, coefficients_validator
-from minsep.schemes.losses.fused import correlated_noise
-from minsep.schemes.losses.jit import CompiledKernels
-from minsep.schemes.losses.transcript import BinsTranscript
+from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
+from minsep.schemes.kernels.fields import as_coefficients, coefficients_validator
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.transcript import BinsTranscript
 
 
 def bin_gram(coefficients: tuple[float, ...], n_steps: int, cycle_length: int) -> np.ndarray:

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from minsep.schemes.losses.jit import njit
+from minsep.schemes.kernels.jit import njit
 
 #: Rows with some ``|ln(p r_i)|`` above this take the log-domain recursion.
 LIMIT = 300.0
@@ -331,7 +331,7 @@ def steps_from_logs(
     logs: np.ndarray, offset: np.ndarray, log_stay: float, b: int, n: int, out: np.ndarray
 ) -> None:
     """Participation steps from ``logs = ln(1 - u)`` exactly as the array code of
-    :func:`~minsep.schemes.losses.sampling.chain_steps` computes them (the same IEEE
+    :func:`~minsep.schemes.kernels.sampling.chain_steps` computes them (the same IEEE
     operations in the same order): ``min(offset + cumsum(min(floor(logs / log_stay), n) + b),
     n)``."""
     rows, m = logs.shape

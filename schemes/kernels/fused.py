@@ -1,6 +1,6 @@
 """Host drivers of the fused kernels: blockwise noise and the b-min-sep log-ratio (numba path).
 
-Used when :func:`~minsep.schemes.losses.jit.kernels_enabled` holds (numba present, host numpy
+Used when :func:`~minsep.schemes.kernels.jit.kernels_enabled` holds (numba present, host numpy
 arrays). They compute exactly what the portable array code computes (docs/math.md §2-§3), from the
 same random stream, with O(block) scratch memory instead of O(chunk):
 
@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from minsep.framework.backend import RandomSource
-from minsep.schemes.losses import cpu_kernels
-from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot, tail_norms
+from minsep.schemes.kernels import cpu_kernels
+from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot, tail_norms
 
 #: Up to this many bands the host path correlates directly (O(n k), vectorised); above it by
 #: FFT. Measured crossover on one Zen 4 core (AVX-512): 64-128 bands at n = 1024 and n = 7200
@@ -116,7 +116,7 @@ def correlated_noise(
 ) -> Any:
     """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))``: :func:`host_noise`
     where the kernels apply, else the portable array code (same stream, same values)."""
-    from minsep.schemes.losses.jit import kernels_enabled
+    from minsep.schemes.kernels.jit import kernels_enabled
 
     if kernels_enabled(xp):
         return host_noise(n_samples, n_steps, coefficients, rng)
@@ -125,7 +125,7 @@ def correlated_noise(
 
 @functools.lru_cache(maxsize=64)
 def signal_table(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
-    """Cached :func:`~minsep.schemes.losses.cpu_kernels.signal_table` (read-only)."""
+    """Cached :func:`~minsep.schemes.kernels.cpu_kernels.signal_table` (read-only)."""
     table = cpu_kernels.signal_table(np.asarray(coefficients, dtype=np.float64), n_steps)
     table.setflags(write=False)
     return table

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from minsep.schemes.losses.jit import kernels_enabled
+from minsep.schemes.kernels.jit import kernels_enabled
 
 
 def log_or_neg_inf(value: float) -> float:
@@ -36,7 +36,7 @@ def backward_log_recursion(log_go: Any, log_stay: float, min_sep: int, xp: Any) 
     """
     n_samples, n = int(log_go.shape[0]), int(log_go.shape[1])
     if kernels_enabled(xp):  # the same recursion, compiled, one sample at a time
-        from minsep.schemes.losses.cpu_kernels import log_recursion_rows
+        from minsep.schemes.kernels.cpu_kernels import log_recursion_rows
 
         out = np.empty((n_samples, min_sep))
         log_recursion_rows(np.ascontiguousarray(log_go, dtype=np.float64), log_stay, min_sep, out)

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from minsep.framework.backend import Backend, RandomSource
-from minsep.schemes.losses.jit import kernels_enabled
+from minsep.schemes.kernels.jit import kernels_enabled
 
 
 def stationary_law(p: float, b: int) -> np.ndarray:
@@ -101,7 +101,7 @@ def chain_steps(
     log_stay = math.log1p(-p) if p < 1.0 else -math.inf  # p = 1: every wait is 0
     offset = xp.reshape(_astype(start, xp.float64, xp), (n_samples, 1)) - float(min_sep)
     if kernels_enabled(xp):  # the same float operations, fused after numpy's log1p
-        from minsep.schemes.losses.cpu_kernels import steps_from_logs
+        from minsep.schemes.kernels.cpu_kernels import steps_from_logs
 
         np.log1p(np.negative(u, out=u), out=u)
         out = np.empty((n_samples, m), dtype=np.int32)

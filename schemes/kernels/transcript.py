@@ -52,7 +52,7 @@ class BlockTranscript:
             bytes per sample) or, when only ``steps`` is stored, rebuilt on each access (for
             inspection; the models' kernels read ``steps``). None for x = 0.
         steps: participation steps, int32 ``(n_samples, m)`` ascending then padded with n (see
-            :func:`~minsep.schemes.losses.sampling.chain_steps`), or None.
+            :func:`~minsep.schemes.kernels.sampling.chain_steps`), or None.
         coefficients: c, needed to rebuild a dense signal from ``steps``.
     """
 
@@ -72,8 +72,8 @@ class BlockTranscript:
         """The dense ``<c_i, C x>`` (rebuilt from ``steps`` when not stored), or None."""
         if self._signal is not None or self.steps is None:
             return self._signal
-        from minsep.schemes.losses.blocks import signal_dots
-        from minsep.schemes.losses.sampling import steps_to_pattern
+        from minsep.schemes.kernels.blocks import signal_dots
+        from minsep.schemes.kernels.sampling import steps_to_pattern
 
         xp = self.xp
         n = int(self.noise.shape[1])

@@ -22,17 +22,17 @@ from scipy import special
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.losses.fields import as_coefficients, check_bands_fit, coefficients_validator
-from minsep.schemes.losses.fused import correlated_noise
-from minsep.schemes.losses.jit import CompiledKernels
-from minsep.schemes.losses.recursion import (
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import as_coefficients, check_bands_fit, coefficients_validator
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     logsumexp_rows,
 )
-from minsep.schemes.losses.sampling import user_participation
-from minsep.schemes.losses.transcript import BlockTranscript
+from minsep.schemes.kernels.sampling import user_participation
+from minsep.schemes.kernels.transcript import BlockTranscript
 
 
 def binomial_log_weights(trials: int, p: float) -> list[float]:

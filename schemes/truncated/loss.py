@@ -31,22 +31,22 @@ import attrs
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.losses.fields import (
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import (
     as_coefficients,
     boolean,
     check_bands_fit,
     coefficients_validator,
 )
-from minsep.schemes.losses.fused import correlated_noise
-from minsep.schemes.losses.jit import CompiledKernels
-from minsep.schemes.losses.recursion import (
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.losses.sampling import chain_participation, host_generator, other_counts
-from minsep.schemes.losses.transcript import TruncatedTranscript
+from minsep.schemes.kernels.sampling import chain_participation, host_generator, other_counts
+from minsep.schemes.kernels.transcript import TruncatedTranscript
 
 
 def survival_probability(counts: Any, max_batch_size: int, xp: Any) -> Any:

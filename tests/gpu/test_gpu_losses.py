@@ -15,8 +15,9 @@ import pytest
 from minsep.framework.backend import get_backend
 from minsep.framework.interfaces import Direction
 from minsep.framework.montecarlo import EngineConfig, sample
-from minsep.schemes.losses import BMinSepLossModel, gpu_kernels
-from minsep.schemes.losses.fused import host_b_min_sep
+from minsep.schemes.b_min_sep import gpu_kernels
+from minsep.schemes.kernels.fused import host_b_min_sep
+from minsep.schemes.losses import BMinSepLossModel
 
 pytestmark = pytest.mark.gpu
 

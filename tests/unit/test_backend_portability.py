@@ -17,13 +17,13 @@ import pytest
 from minsep.framework.backend import namespace_backend
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo import EngineConfig, sample
+from minsep.schemes.kernels.jit import kernels_enabled
 from minsep.schemes.losses import (
     BallsInBinsLossModel,
     BMinSepLossModel,
     MultiAttributionLossModel,
     TruncatedBMinSepLossModel,
 )
-from minsep.schemes.losses.jit import kernels_enabled
 
 xps = pytest.importorskip("array_api_strict")
 

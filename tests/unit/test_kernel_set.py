@@ -24,13 +24,13 @@ from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.registries import schemes, strategies
 from minsep.framework.results import Result
-from minsep.schemes.losses import BallsInBinsLossModel, BMinSepLossModel
-from minsep.schemes.losses.jit import (
+from minsep.schemes.kernels.jit import (
     NUMBA_AVAILABLE,
     kernel_set,
     pure_arrays,
     requested_kernels,
 )
+from minsep.schemes.losses import BallsInBinsLossModel, BMinSepLossModel
 
 needs_numba = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba")
 
@@ -43,7 +43,7 @@ import numpy as np
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.losses import BallsInBinsLossModel, BMinSepLossModel
-from minsep.schemes.losses.jit import kernel_set
+from minsep.schemes.kernels.jit import kernel_set
 backend = numpy_backend()
 models = [
     BMinSepLossModel(coefficients=(0.8, 0.5), n_steps=30, min_sep=2, probability=0.2,
@@ -160,7 +160,7 @@ def test_forced_array_path_warns_once_without_importing_numba() -> None:
 
 @needs_numba
 def test_pure_arrays_block_does_not_warn() -> None:
-    code = "from minsep.schemes.losses.jit import pure_arrays\nwith pure_arrays():\n" + "".join(
+    code = "from minsep.schemes.kernels.jit import pure_arrays\nwith pure_arrays():\n" + "".join(
         f"    {line}\n" for line in USE_MODELS.strip().splitlines()
     )
     out = _python(code)

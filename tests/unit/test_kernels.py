@@ -20,9 +20,10 @@ import pytest
 
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
-from minsep.schemes.losses import BMinSepLossModel, blocks, cpu_kernels, fused, sampling
-from minsep.schemes.losses.b_min_sep import b_min_sep_log_ratio
-from minsep.schemes.losses.jit import NUMBA_AVAILABLE, kernels_enabled, pure_arrays
+from minsep.schemes.b_min_sep.loss import b_min_sep_log_ratio
+from minsep.schemes.kernels import blocks, cpu_kernels, fused, sampling
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE, kernels_enabled, pure_arrays
+from minsep.schemes.losses import BMinSepLossModel
 
 pytestmark = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba (the fast extra)")
 
@@ -62,7 +63,7 @@ def test_kernels_are_on_for_host_numpy_only() -> None:
 
 def test_environment_switch_disables_the_kernels() -> None:
     code = (
-        "import numpy; from minsep.schemes.losses.jit import kernels_enabled as k; print(k(numpy))"
+        "import numpy; from minsep.schemes.kernels.jit import kernels_enabled as k; print(k(numpy))"
     )
     env = {**os.environ, "MINSEP_PURE_ARRAYS": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
@@ -78,7 +79,7 @@ import numpy as np
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.losses import BMinSepLossModel
-from minsep.schemes.losses.jit import NUMBA_AVAILABLE, kernels_enabled
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE, kernels_enabled
 assert not NUMBA_AVAILABLE and not kernels_enabled(np)
 model = BMinSepLossModel(coefficients=(0.8, 0.5), n_steps=30, min_sep=2, probability=0.2,
                          warm_start=True)
@@ -347,7 +348,7 @@ def test_other_models_agree_on_both_paths(index: int, direction: Direction) -> N
 
 @pytest.mark.parametrize("log_stay", [math.log(0.7), -math.inf])
 def test_compiled_log_recursion_is_the_array_recursion(log_stay: float) -> None:
-    from minsep.schemes.losses.recursion import backward_log_recursion
+    from minsep.schemes.kernels.recursion import backward_log_recursion
 
     log_go = np.random.default_rng(3).normal(-1.0, 3.0, size=(7, 30))
     for b in (1, 2, 5, 40):

@@ -19,9 +19,10 @@ import pytest
 
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
-from minsep.schemes.losses import BMinSepLossModel, gpu_kernels
-from minsep.schemes.losses.fused import _norms, signal_table
-from minsep.schemes.losses.jit import pure_arrays
+from minsep.schemes.b_min_sep import gpu_kernels
+from minsep.schemes.kernels.fused import _norms, signal_table
+from minsep.schemes.kernels.jit import pure_arrays
+from minsep.schemes.losses import BMinSepLossModel
 
 COMPILER = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs a C compiler")
