@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from minsep.framework import validation as v
-from minsep.framework.backend import BACKEND_NAMES, get_backend
+from minsep.framework.backend import BACKEND_SPECS, get_backend
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
@@ -66,7 +66,9 @@ class MonteCarloAccountant(Accountant):
         pilot_samples: estimation samples per direction (default ``max(samples // 4, 1000)``);
             they choose the claims but never certify them.
         seed: root seed of every stream; None draws fresh entropy, reported in the result.
-        backend: ``"numpy"``, ``"cupy"`` or ``"auto"``.
+        backend: ``"numpy"``, ``"cupy"`` or ``"auto"``, optionally with the kernel set of the
+            loss models: ``"numpy:array"``, ``"numpy:numba"``, ``"cupy:cuda"``, ``"cupy:array"``
+            (default: the fastest available; see :mod:`minsep.framework.backend`).
         chunk_size: samples per chunk; None picks ``clip(2**23 / n_steps, 1024, 65536)`` so a
             transcript array stays near 64 MiB. Part of the reproducibility key with ``seed``.
         workers: worker processes (1 = in-process); with ``executor="dask"`` and no
@@ -89,7 +91,7 @@ class MonteCarloAccountant(Accountant):
     samples: int = attrs.field(default=1_000_000, validator=v.integer(low=100))
     pilot_samples: int | None = attrs.field(default=None, validator=v.optional(v.integer(low=100)))
     seed: int | None = attrs.field(default=None, validator=v.optional(v.integer(low=0)))
-    backend: str = attrs.field(default="numpy", validator=v.one_of(*BACKEND_NAMES))
+    backend: str = attrs.field(default="numpy", validator=v.one_of(*BACKEND_SPECS))
     chunk_size: int | None = attrs.field(
         default=None, validator=v.optional(v.integer(low=1, high=1 << 24))
     )
@@ -201,7 +203,7 @@ class MonteCarloAccountant(Accountant):
         )
         return EngineConfig(
             chunk_size=chunk,
-            backend=get_backend(self.backend).name,
+            backend=get_backend(self.backend).spec,  # workers run the same kernel set
             executor=self._executor(),
             progress=self.progress,
             checkpoint=self._checkpoint(),

@@ -27,7 +27,6 @@ import numpy as np
 from scipy import fft as host_fft
 
 from minsep.schemes.kernels.blocks import effective_coefficients
-from minsep.schemes.kernels.jit import gpu_enabled
 
 #: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
 SOURCE = r"""
@@ -115,11 +114,6 @@ DIRECT_MAX_BANDS = 16
 THREADS = 128
 #: Bytes of ring scratch per launch (rows are batched to stay below it).
 RING_BYTES = 1 << 28
-
-
-def usable(xp: Any) -> bool:
-    """True for cupy arrays while the fused kernels are enabled (see :mod:`.jit`)."""
-    return gpu_enabled() and getattr(xp, "__name__", "") == "cupy"
 
 
 @functools.cache

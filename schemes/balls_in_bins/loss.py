@@ -123,9 +123,13 @@ class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
             chosen = xp.minimum(self.bins(n_samples, rng, backend), self.n_bins)
             padded = np.vstack([self.gram(), np.zeros((1, self.n_bins))])  # row n_bins: empty
             signal = xp.take(xp.asarray(padded), chosen, axis=0)
-        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
+        noise = correlated_noise(
+            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
+        )
         noise = fold_bins(noise, self.cycle_length, xp)
-        return BinsTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
+        return BinsTranscript(
+            direction=direction, xp=xp, noise=noise, signal=signal, kernels=backend.kernels
+        )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<C x_s, y> = signal_s + sigma noise_s``."""

@@ -1,6 +1,6 @@
 """Host drivers of the fused kernels: blockwise noise and the b-min-sep log-ratio (numba path).
 
-Used when :func:`~minsep.schemes.kernels.jit.kernels_enabled` holds (numba present, host numpy
+Used by the ``"numba"`` kernel set (:attr:`~minsep.framework.backend.Backend.kernels`; host numpy
 arrays). They compute exactly what the portable array code computes (docs/math.md §2-§3), from the
 same random stream, with O(block) scratch memory instead of O(chunk):
 
@@ -112,13 +112,17 @@ def host_noise(
 
 
 def correlated_noise(
-    n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: RandomSource, xp: Any
+    n_samples: int,
+    n_steps: int,
+    coefficients: tuple[float, ...],
+    rng: RandomSource,
+    xp: Any,
+    *,
+    kernels: str,
 ) -> Any:
     """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))``: :func:`host_noise`
-    where the kernels apply, else the portable array code (same stream, same values)."""
-    from minsep.schemes.kernels.jit import kernels_enabled
-
-    if kernels_enabled(xp):
+    under the ``"numba"`` kernel set, else the portable array code (same stream, same values)."""
+    if kernels == "numba":
         return host_noise(n_samples, n_steps, coefficients, rng)
     return sliding_dot(rng.standard_normal((n_samples, n_steps)), coefficients, xp)
 

@@ -19,7 +19,6 @@ import numpy as np
 from scipy import stats
 
 from minsep.framework.backend import Backend, RandomSource
-from minsep.schemes.kernels.jit import kernels_enabled
 
 
 def stationary_law(p: float, b: int) -> np.ndarray:
@@ -77,6 +76,8 @@ def chain_steps(
     warm_start: bool,
     rng: RandomSource,
     xp: Any,
+    *,
+    kernels: str,
 ) -> Any:
     """Participation steps of one example under b-min-sep: int32 ``(S, ceil(n / b))``.
 
@@ -91,6 +92,7 @@ def chain_steps(
     with s_0 the initial state (0 cold; drawn from pi warm, Algorithm 2). At most ceil(n / b)
     participations fit in n steps, so that many uniforms per sample suffice. Stream: ``S``
     uniforms for s_0 (warm only), then ``S x ceil(n / b)`` uniforms, in that order.
+    ``kernels``: the backend's kernel set (``"numba"`` fuses the last steps on the host).
     """
     m = -(-n_steps // min_sep)
     if warm_start:
@@ -100,7 +102,7 @@ def chain_steps(
     u = rng.random((n_samples, m))
     log_stay = math.log1p(-p) if p < 1.0 else -math.inf  # p = 1: every wait is 0
     offset = xp.reshape(_astype(start, xp.float64, xp), (n_samples, 1)) - float(min_sep)
-    if kernels_enabled(xp):  # the same float operations, fused after numpy's log1p
+    if kernels == "numba":  # the same float operations, fused after numpy's log1p
         from minsep.schemes.kernels.cpu_kernels import steps_from_logs
 
         np.log1p(np.negative(u, out=u), out=u)
