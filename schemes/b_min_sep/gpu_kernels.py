@@ -7,7 +7,7 @@ Each thread walks its sample's n steps backwards and computes, in one pass,
 
 (docs/math.md §2-§3, the log domain: exact for every sigma, two transcendentals per step, which a
 GPU affords), the signal added from the participation steps through the cross-Gram table of
-:func:`~minsep.schemes.kernels.cpu_kernels.signal_table` (at most two participations lie
+:func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (at most two participations lie
 within k of a step, since b >= k). The ring of the last b values of g lives in a global
 scratch array laid out ``(b, rows)``, and the noise correlations in a ``(n, S)`` layout
 (:func:`device_layout`), so that the threads of a warp touch consecutive addresses.
@@ -170,7 +170,7 @@ def device_b_min_sep(
     """The cupy twin of :func:`~minsep.schemes.kernels.fused.host_b_min_sep` (same arguments)."""
     import cupy as cp
 
-    from minsep.schemes.kernels.fused import _norms, signal_table
+    from minsep.schemes.b_min_sep.fused import _norms, signal_table
 
     rows, n = int(values.shape[0]), int(values.shape[1])
     values = values if values.dtype == cp.float64 else values.astype(cp.float64)

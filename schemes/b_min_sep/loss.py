@@ -21,6 +21,7 @@ from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.schemes.b_min_sep import gpu_kernels
+from minsep.schemes.b_min_sep.fused import host_b_min_sep
 from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
 from minsep.schemes.kernels.fields import (
     as_coefficients,
@@ -28,7 +29,7 @@ from minsep.schemes.kernels.fields import (
     check_bands_fit,
     coefficients_validator,
 )
-from minsep.schemes.kernels.fused import host_b_min_sep, host_noise
+from minsep.schemes.kernels.fused import host_noise
 from minsep.schemes.kernels.jit import CompiledKernels
 from minsep.schemes.kernels.recursion import (
     backward_log_recursion,

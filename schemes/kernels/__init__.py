@@ -6,8 +6,8 @@
 - :mod:`.sampling`: participation draws (chains, users, public counts);
 - :mod:`.fields`: attrs validators of the models' fields;
 - :mod:`.jit`: numba's ``njit`` wrapper, the kernel-set choice and its notes;
-- :mod:`.cpu_kernels` / :mod:`.fused`: the fused numba kernels and their drivers (correlated
-  noise for every family, the b-min-sep rows).
+- :mod:`.cpu_kernels` / :mod:`.fused`: the shared numba kernels and their drivers (correlated
+  noise, the log-domain recursion rows, the chain's participation steps).
 
 Family-specific code lives with its family (``minsep.schemes.<family>.loss``).
 """

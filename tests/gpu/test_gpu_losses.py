@@ -15,7 +15,7 @@ import pytest
 from minsep.framework.backend import get_backend
 from minsep.framework.interfaces import Direction
 from minsep.framework.montecarlo import EngineConfig, sample
-from minsep.schemes.kernels.fused import host_b_min_sep
+from minsep.schemes.b_min_sep.fused import host_b_min_sep
 from minsep.schemes.losses import BMinSepLossModel
 
 pytestmark = pytest.mark.gpu

@@ -21,8 +21,10 @@ import pytest
 
 from minsep.framework.backend import get_backend, namespace_backend, numpy_backend
 from minsep.framework.interfaces import Direction
+from minsep.schemes.b_min_sep import cpu_kernels
+from minsep.schemes.b_min_sep import fused as b_min_sep_fused
 from minsep.schemes.b_min_sep.loss import b_min_sep_log_ratio
-from minsep.schemes.kernels import blocks, cpu_kernels, fused, sampling
+from minsep.schemes.kernels import blocks, fused, sampling
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 from minsep.schemes.losses import BMinSepLossModel
 
@@ -215,7 +217,7 @@ def _row_inputs(model: BMinSepLossModel, transcript: Any, sigma: float) -> tuple
     return (
         np.ascontiguousarray(transcript.noise),
         np.ascontiguousarray(steps),
-        fused.signal_table(model.coefficients, n),
+        b_min_sep_fused.signal_table(model.coefficients, n),
         base,
         1.0 / sigma,
         1.0 / sigma**2,
@@ -244,7 +246,7 @@ def test_rows_leave_linear_scale_only_when_they_must() -> None:
     c = (1.0,)
     base = np.full(n, -0.5 / 0.35**2)
     out = np.empty(5)
-    table = fused.signal_table(c, n)
+    table = b_min_sep_fused.signal_table(c, n)
     done_in_logs = cpu_kernels.b_min_sep_rows(
         dots, np.empty((5, 0), np.int32), table, base, 1 / 0.35**2, 1 / 0.35**2, 0.0, 0.0, 1.0, b,
         True, out,
@@ -271,7 +273,7 @@ def test_a_row_does_not_depend_on_its_group(rows: int) -> None:
     transcript = model.draw(rows, Direction.REMOVE, _rng(9), numpy_backend())
     together = model.log_ratio(transcript, 0.7)
     for s in range(rows):
-        alone = fused.host_b_min_sep(
+        alone = b_min_sep_fused.host_b_min_sep(
             transcript.noise[s : s + 1], transcript.steps[s : s + 1], model.coefficients, 0.7,
             1 / 0.7, model.probability, model.min_sep, model.warm_start,
         )  # fmt: skip

@@ -21,7 +21,7 @@ import pytest
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.b_min_sep import gpu_kernels
-from minsep.schemes.kernels.fused import _norms, signal_table
+from minsep.schemes.b_min_sep.fused import _norms, signal_table
 from minsep.schemes.losses import BMinSepLossModel
 
 COMPILER = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
