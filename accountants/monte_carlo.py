@@ -24,7 +24,7 @@ import attrs
 import numpy as np
 
 from minsep.framework import validation as v
-from minsep.framework.backend import BACKEND_NAMES, get_backend
+from minsep.framework.backend import BACKEND_SPECS, get_backend
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
@@ -118,7 +118,9 @@ class MonteCarloAccountant(Accountant):
         pilot_samples: estimation samples per direction (default ``max(samples // 4, 1000)``);
             they choose the claims but never certify them.
         seed: root seed of every stream; None draws fresh entropy, reported in the result.
-        backend: ``"numpy"``, ``"cupy"`` or ``"auto"``.
+        backend: ``"numpy"``, ``"cupy"`` or ``"auto"``, optionally with the kernel set of the
+            loss models: ``"numpy:array"``, ``"numpy:numba"``, ``"cupy:cuda"``, ``"cupy:array"``
+            (default: the fastest available; see :mod:`minsep.framework.backend`).
         chunk_size: samples per chunk; None picks ``clip(2**23 / n_steps, 1024, 65536)``,
             lowered to what ``memory_budget`` allows. Part of the reproducibility key with
             ``seed``. A chunk that does not fit the budget is refused before sampling.
@@ -157,7 +159,7 @@ class MonteCarloAccountant(Accountant):
     seed: int | None = attrs.field(
         default=None, converter=v.plain_number, validator=v.optional(v.integer(low=0))
     )
-    backend: str = attrs.field(default="numpy", validator=v.one_of(*BACKEND_NAMES))
+    backend: str = attrs.field(default="numpy", validator=v.one_of(*BACKEND_SPECS))
     chunk_size: int | None = attrs.field(
         default=None, converter=v.plain_number, validator=v.optional(v.integer(low=1, high=1 << 24))
     )
@@ -308,7 +310,7 @@ class MonteCarloAccountant(Accountant):
     def _config(self, model: PrivacyLossModel) -> EngineConfig:
         return EngineConfig(
             chunk_size=self._chunk(model),
-            backend=get_backend(self.backend).name,
+            backend=get_backend(self.backend).spec,  # workers run the same kernel set
             executor=self._executor(),
             progress=self.progress,
             checkpoint=self._checkpoint(),

@@ -503,7 +503,9 @@ class Accountant(ABC):
         self.require(question.scheme, question.strategy)
         return question
 
-    def check_configuration(self, scheme: SamplingScheme, strategy: Strategy) -> None:
+    def check_configuration(  # noqa: B027 - an optional hook, not an abstract one
+        self, scheme: SamplingScheme, strategy: Strategy
+    ) -> None:
         """Raise ConfigurationError when this accountant's own settings cannot serve the pair
         (e.g. explicitly chosen Renyi orders whose state space exceeds the memory budget for
         this scheme). Runs before :meth:`require`, so a settings problem is reported as one

@@ -37,8 +37,8 @@ import numpy as np
 
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.interfaces import Direction
+from minsep.schemes.kernels.jit import KERNEL_SETS, array_path_note
 from minsep.schemes.losses import BMinSepLossModel
-from minsep.schemes.losses.jit import KERNEL_SETS, array_path_note
 
 
 @attrs.frozen

@@ -1,4 +1,4 @@
-"""Sampling schemes: one module per family, each with its batch sampler and accounting hook.
+"""Sampling schemes: one module or package per family, with its sampler and accounting hooks.
 
 Importing this package imports every scheme module, which registers it in
 :data:`minsep.framework.registries.schemes` under the names
@@ -10,8 +10,12 @@ Importing this package imports every scheme module, which registers it in
   accounted only by a conjecture), both over an :class:`AttributionGraph`;
 - ``truncated`` (:class:`Truncated`), fixed-size batches padded with :data:`PADDING`.
 
-The Monte Carlo loss models live in :mod:`minsep.schemes.losses`, imported only when a scheme's
-``loss_model`` hook is called. The PyTorch adapter is :mod:`minsep.schemes.torch_adapter`.
+Each family keeps its sampler and Monte Carlo loss model together (``minsep.schemes.<family>``
+with ``scheme`` and ``loss`` modules; Poisson and cyclic Poisson are single modules, Poisson's loss
+model being b-min-sep's with b = 1); the loss model is imported only when a scheme's accounting
+hook is called. :mod:`minsep.schemes.kernels` holds the machinery several loss models share, and
+:mod:`minsep.schemes.losses` re-exports the loss models under their old names. The PyTorch
+adapter is :mod:`minsep.schemes.torch_adapter`.
 """
 
 from minsep.framework.registries import schemes as registry

@@ -1,13 +1,11 @@
-"""Shared pieces of the accounting hooks: band checks, sigma checks, the lazy loss import.
+"""Shared pieces of the accounting hooks: coefficients, band checks, sigma checks.
 
-The Monte Carlo loss models live in :mod:`minsep.schemes.losses`; they are imported inside the
-hooks so that building and sampling schemes never pays for (or depends on) them.
+Each family's Monte Carlo loss model lives next to its sampler (``minsep.schemes.<family>.loss``)
+and is imported inside the hook body, so that building and sampling schemes never pays for
+(or depends on) the compiled kernels.
 """
 
 from __future__ import annotations
-
-import importlib
-from types import ModuleType
 
 from minsep.framework.errors import NotAccountableError
 from minsep.framework.interfaces import SamplingScheme, Strategy
@@ -38,16 +36,3 @@ def require_sigma(sigma: float, owner: str) -> float:
     """Check a noise multiplier (> 0, finite) and return it as a float."""
     check_range(owner, "sigma", sigma, low=0.0, low_open=True)
     return float(sigma)
-
-
-def losses() -> ModuleType:
-    """``minsep.schemes.losses``, imported on first use."""
-    name = "minsep.schemes.losses"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:  # pragma: no cover - a broken install
-        if exc.name != name:
-            raise
-        raise NotAccountableError(
-            f"the Monte Carlo loss models (minsep.schemes.losses) are unavailable: {exc}"
-        ) from exc

@@ -74,7 +74,9 @@ class Poisson(SchemeBase):
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """b-min-sep with b = 1 at probability p0 (cold and warm start coincide); one band."""
         acc.require_bands_at_most(self, strategy, 1, "1", _WHY)
-        model: PrivacyLossModel = acc.losses().BMinSepLossModel(
+        from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+
+        model: PrivacyLossModel = BMinSepLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
             min_sep=1,
@@ -99,7 +101,9 @@ class Poisson(SchemeBase):
     ) -> PrivacyLossModel:
         """Truncated b-min-sep with b = 1 (docs/math.md §6); one band."""
         acc.require_bands_at_most(self, strategy, 1, "1", _WHY)
-        model: PrivacyLossModel = acc.losses().TruncatedBMinSepLossModel(
+        from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
+
+        model: PrivacyLossModel = TruncatedBMinSepLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
             min_sep=1,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from minsep.schemes.b_min_sep import probability_for_rate, stationary_law
+from minsep.schemes.b_min_sep.scheme import probability_for_rate, stationary_law
 
 p, p0, s, n = sp.symbols("p p0 s n", positive=True)
 b = sp.Symbol("b", positive=True, integer=True)

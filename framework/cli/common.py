@@ -24,7 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from minsep.framework import setup
-from minsep.framework.backend import BACKEND_NAMES
+from minsep.framework.backend import BACKEND_SPECS
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
@@ -210,7 +210,12 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "--delta", type=_probability, default=1e-3, help="target delta (default 1e-3)"
     )
     mc = parser.add_argument_group("Monte Carlo")
-    mc.add_argument("--backend", choices=list(BACKEND_NAMES), default=None, help="array backend")
+    mc.add_argument(
+        "--backend",
+        choices=list(BACKEND_SPECS),
+        default=None,
+        help="array backend, optionally with the kernel set (numpy:array, numpy:numba, ...)",
+    )
     mc.add_argument("--samples", type=positive_int, help="verification samples m")
     mc.add_argument("--pilot-samples", type=positive_int, help="pilot (estimate) samples")
     mc.add_argument(

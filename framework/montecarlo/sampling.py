@@ -118,8 +118,10 @@ class EngineConfig:
     Attributes:
         chunk_size: samples per chunk and direction (bounds memory; part of the determinism
             key: another chunk size gives another, equally valid, sample).
-        backend: backend name (``"numpy"``, ``"cupy"``, ``"auto"``) or a Backend object (the
-            latter only with in-process executors, since namespaces do not pickle).
+        backend: backend spec (``"numpy"``, ``"cupy"``, ``"auto"``, optionally with a kernel
+            set: ``"numpy:array"``) or a Backend object (the latter only with in-process
+            executors for stand-in namespaces, since those do not pickle). The spec resolved
+            in the parent (kernel set included) is what worker processes rebuild.
         executor: where chunks run (``LocalExecutor``, ``ProcessExecutor``, ``DaskExecutor``
             or a plugin).
         progress: show a tqdm bar: None = only when stderr is a terminal.
@@ -197,7 +199,8 @@ class ChunkTask:
             "directions": [d.value for d in self.directions],
             "chunk_size": self.chunk_size,
             "bins": None if self.bins is None else attrs.asdict(self.bins),
-            "backend": self.backend if isinstance(self.backend, str) else self.backend.name,
+            # the name only: kernel sets agree to rounding, so a checkpoint resumes across them
+            "backend": _backend_name(self.backend),
         }
 
     def __call__(self, index: int) -> SweepTally:
@@ -212,6 +215,11 @@ class ChunkTask:
                 loss = self.model.privacy_loss(transcript, sigma)
                 _accumulate(out.tally(i, direction), loss, size, backend, self.bins)
         return out
+
+
+def _backend_name(backend: str | Backend) -> str:
+    """The backend's name without its kernel set (``"numpy:array"`` -> ``"numpy"``)."""
+    return backend.partition(":")[0] if isinstance(backend, str) else backend.name
 
 
 def _accumulate(
@@ -379,10 +387,9 @@ def sample(
     """
     config = config or EngineConfig()
     backend: str | Backend = config.backend
-    if isinstance(backend, str):
-        backend = get_backend(backend).name  # resolve "auto" once, keep a picklable name
-    elif backend.name in _NATIVE:
-        backend = backend.name
+    if isinstance(backend, str) or backend.name in _NATIVE:
+        # resolve "auto" and the default kernel set once, keep a picklable spec
+        backend = get_backend(backend).spec
     if config.memory_budget is not None:  # refuse before allocating anything
         chunk_size_for(model, config.memory_budget, requested=config.chunk_size, backend=backend)
     task = ChunkTask(

@@ -1,28 +1,24 @@
-"""Monte Carlo privacy-loss models (PrivacyLossModel implementations) of the sampling schemes.
+"""Compatibility facade: the Monte Carlo privacy-loss models of the built-in schemes.
 
-Each model is a frozen attrs class, built lazily by a scheme's ``loss_model`` hook; it draws
-sigma-free transcripts and maps them to ``ln P/Q`` (docs/math.md §2-§6):
+Each model now lives with its family (``minsep.schemes.<family>.loss``) and the shared machinery
+in :mod:`minsep.schemes.kernels`; this module re-exports the models and transcripts under their
+old names for plugins and scripts. Importing it imports every built-in loss model (and numba).
 
-- :class:`BMinSepLossModel`: b-min-sep, cold or warm start; Poisson is b = 1 (§3, §4).
+- :class:`BMinSepLossModel`: b-min-sep, cold or warm start; Poisson is b = 1 (docs/math.md §3, §4).
 - :class:`BallsInBinsLossModel`: balls-in-bins with cycle length T (§4).
 - :class:`MultiAttributionLossModel`: Algorithm 3 (§5), cold start.
 - :class:`ConjecturedMultiAttributionLossModel`: Algorithm 4, accounted by a conjecture.
 - :class:`TruncatedBMinSepLossModel`: truncated b-min-sep with public counts (§6).
-
-Evaluation paths (same random stream, same values up to rounding; see :mod:`.jit`): fused
-numba kernels on host numpy (:mod:`.cpu_kernels`, driven by :mod:`.fused`), a fused CUDA
-kernel for b-min-sep on cupy (:mod:`.gpu_kernels`), and portable array-API code everywhere
-else. ``python -m minsep.bench`` measures them.
 """
 
-from minsep.schemes.losses.b_min_sep import BMinSepLossModel
-from minsep.schemes.losses.balls_in_bins import BallsInBinsLossModel
-from minsep.schemes.losses.multi_attribution import (
+from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+from minsep.schemes.balls_in_bins.loss import BallsInBinsLossModel
+from minsep.schemes.kernels.transcript import BinsTranscript, BlockTranscript, TruncatedTranscript
+from minsep.schemes.multi_attribution.loss import (
     ConjecturedMultiAttributionLossModel,
     MultiAttributionLossModel,
 )
-from minsep.schemes.losses.transcript import BinsTranscript, BlockTranscript, TruncatedTranscript
-from minsep.schemes.losses.truncated import TruncatedBMinSepLossModel
+from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
 
 __all__ = [
     "BMinSepLossModel",

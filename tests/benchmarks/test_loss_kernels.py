@@ -9,7 +9,8 @@ import pytest
 
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
-from minsep.schemes.losses import BMinSepLossModel, blocks
+from minsep.schemes.kernels import blocks
+from minsep.schemes.losses import BMinSepLossModel
 
 
 @pytest.mark.parametrize("method", ["direct", "fft"])

@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from minsep.schemes.b_min_sep import stationary_law
+from minsep.schemes.b_min_sep.scheme import stationary_law
 
 
 def initial_law(p: float, b: int, warm: bool) -> np.ndarray:

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from minsep.schemes.losses import blocks
-from minsep.schemes.losses.b_min_sep import b_min_sep_log_ratio
+from minsep.schemes.b_min_sep.loss import b_min_sep_log_ratio
+from minsep.schemes.kernels import blocks
 from tests.theorems import oracles
 from tests.theorems.support import TOL, random_outputs
 

@@ -14,7 +14,7 @@ from minsep.schemes.losses import (
     ConjecturedMultiAttributionLossModel,
     MultiAttributionLossModel,
 )
-from minsep.schemes.losses.multi_attribution import binomial_log_weights
+from minsep.schemes.multi_attribution.loss import binomial_log_weights
 from tests.theorems import oracles
 from tests.theorems.support import TOL, backend, random_outputs, source
 

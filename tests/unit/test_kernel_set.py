@@ -1,7 +1,9 @@
-"""Which kernel set runs (numba / cuda / array) is reported, warned about and recorded (issue 20).
+"""Which kernel set runs (numba / cuda / array) is chosen once by the backend, reported, warned
+about and recorded (issues 20 and 14).
 
-The array path is reached by simulating a missing numba (``sys.modules["numba"] = None``) or by
-forcing it (``MINSEP_KERNELS=array``), each in a fresh interpreter so that the once-per-process
+The array path is reached by building an array backend (``numpy_backend("array")``, spec
+``"numpy:array"``), by simulating a missing numba (``sys.modules["numba"] = None``) or by forcing
+it (``MINSEP_KERNELS=array``), the last two in a fresh interpreter so that the once-per-process
 warning and the import-time switch are observed as a user sees them.
 """
 
@@ -19,18 +21,19 @@ import pytest
 
 from minsep import bench
 from minsep.accountants.monte_carlo import MonteCarloAccountant
-from minsep.framework.backend import numpy_backend
-from minsep.framework.errors import ConfigurationError
+from minsep.framework.backend import (
+    Backend,
+    get_backend,
+    namespace_backend,
+    numpy_backend,
+    requested_kernels,
+)
+from minsep.framework.errors import BackendUnavailableError, ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.registries import schemes, strategies
 from minsep.framework.results import Result
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 from minsep.schemes.losses import BallsInBinsLossModel, BMinSepLossModel
-from minsep.schemes.losses.jit import (
-    NUMBA_AVAILABLE,
-    kernel_set,
-    pure_arrays,
-    requested_kernels,
-)
 
 needs_numba = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba")
 
@@ -43,7 +46,6 @@ import numpy as np
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.losses import BallsInBinsLossModel, BMinSepLossModel
-from minsep.schemes.losses.jit import kernel_set
 backend = numpy_backend()
 models = [
     BMinSepLossModel(coefficients=(0.8, 0.5), n_steps=30, min_sep=2, probability=0.2,
@@ -54,7 +56,7 @@ for seed in range(3):
     for model in models:
         rng = backend.rng(np.random.SeedSequence(seed))
         model.log_ratio(model.draw(4, Direction.REMOVE, rng, backend), 0.9)
-print(json.dumps({"process": kernel_set(), "models": [m.kernel_set(backend) for m in models],
+print(json.dumps({"process": backend.kernels, "models": [m.kernel_set(backend) for m in models],
                   "notes": list(models[0].kernel_notes(backend))}))
 """
 
@@ -79,21 +81,41 @@ def _bmin() -> BMinSepLossModel:
 
 
 @needs_numba
-def test_kernel_set_names_the_path_in_force() -> None:
-    assert kernel_set() == kernel_set(np) == "numba"
-    with pure_arrays():
-        assert kernel_set() == "array"
-    assert kernel_set() == "numba"
+def test_the_backend_chooses_the_kernel_set_once() -> None:
+    assert numpy_backend().kernels == "numba" and numpy_backend().spec == "numpy:numba"
+    assert numpy_backend("numba") is numpy_backend()
+    assert numpy_backend("array").kernels == "array"
+    assert get_backend("numpy:array") is numpy_backend("array")
+    assert get_backend(numpy_backend("array").spec) is numpy_backend("array")
     xp = pytest.importorskip("array_api_strict")
-    assert kernel_set(xp) == "array"
+    assert namespace_backend(xp).kernels == "array"
+
+
+def test_a_kernel_set_the_namespace_cannot_run_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"backend 'numpy': kernels = 'cuda'.*'numba'"):
+        numpy_backend("cuda")
+    with pytest.raises(ConfigurationError, match=r"backend = 'numpy:cuda' is invalid"):
+        get_backend("numpy:cuda")
+    xp = pytest.importorskip("array_api_strict")
+    with pytest.raises(ConfigurationError, match=r"kernels = 'numba' is invalid.*\['array'\]"):
+        Backend("array_api_strict", xp, numpy_backend().rng, np.asarray, kernels="numba")
+
+
+def test_asking_for_numba_where_it_is_missing_fails_loudly() -> None:
+    code = NO_NUMBA + "from minsep.framework.backend import numpy_backend\nnumpy_backend('numba')"
+    out = _python(code)
+    assert out.returncode != 0
+    assert BackendUnavailableError.__name__ in out.stderr and "pip install numba" in out.stderr
 
 
 def test_cuda_is_reported_only_for_models_with_a_cuda_kernel_on_cupy() -> None:
-    cupy = types.ModuleType("cupy")  # only its name matters to the switch
-    assert kernel_set(cupy, cuda=True) == "cuda"
-    assert kernel_set(cupy) == "array"
-    with pure_arrays():
-        assert kernel_set(cupy, cuda=True) == "array"
+    cupy = types.ModuleType("cupy")  # a stand-in: the models only read backend.kernels here
+    gpu = Backend("cupy", cupy, numpy_backend().rng, np.asarray, kernels="cuda")
+    bins = BallsInBinsLossModel(coefficients=(0.8, 0.5), n_steps=30, cycle_length=5)
+    assert _bmin().kernel_set(gpu) == "cuda"
+    assert bins.kernel_set(gpu) == "array"
+    plain = Backend("cupy", cupy, numpy_backend().rng, np.asarray, kernels="array")
+    assert _bmin().kernel_set(plain) == bins.kernel_set(plain) == "array"
     assert BMinSepLossModel.has_cuda_kernel and not BallsInBinsLossModel.has_cuda_kernel
 
 
@@ -103,10 +125,10 @@ def test_models_report_their_kernel_set() -> None:
     model = _bmin()
     assert model.kernel_set(backend) == "numba"
     assert model.kernel_notes(backend) == ()
-    with pure_arrays():
-        assert model.kernel_set(backend) == "array"
-        (note,) = model.kernel_notes(backend)
-        assert "pure array code" in note
+    array = numpy_backend("array")
+    assert model.kernel_set(array) == "array"
+    (note,) = model.kernel_notes(array)
+    assert "pure array code" in note and "kernels = 'array'" in note
 
 
 def test_a_model_without_kernels_reports_the_array_path_by_default() -> None:
@@ -159,20 +181,21 @@ def test_forced_array_path_warns_once_without_importing_numba() -> None:
 
 
 @needs_numba
-def test_pure_arrays_block_does_not_warn() -> None:
-    code = "from minsep.schemes.losses.jit import pure_arrays\nwith pure_arrays():\n" + "".join(
-        f"    {line}\n" for line in USE_MODELS.strip().splitlines()
-    )
+def test_an_array_backend_asked_for_does_not_warn() -> None:
+    code = USE_MODELS.replace("numpy_backend()", "numpy_backend('array')")
     out = _python(code)
     assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["models"] == ["array", "array"]
     assert WARNING not in out.stderr
 
 
-def _epsilon_result() -> Result:
+def _epsilon_result(backend: str = "numpy", **options: Any) -> Result:
     n = 16
     scheme = schemes.get("b_min_sep").from_rate(n, 1 / 8, min_sep=2)
     strategy = strategies.get("identity").for_steps(n)
-    accountant = MonteCarloAccountant(samples=2000, pilot_samples=1000, seed=3, progress=False)
+    accountant = MonteCarloAccountant(
+        samples=2000, pilot_samples=1000, seed=3, progress=False, backend=backend, **options
+    )
     return accountant.epsilon(scheme, strategy, 1.0, 1e-2)
 
 
@@ -182,10 +205,25 @@ def test_monte_carlo_results_record_the_kernel_set() -> None:
     assert result.to_dict()["kernels"] == "numba"
     assert Result.from_json(result.to_json()) == result
     assert not any("pure array code" in note for note in result.notes)
-    with pure_arrays():
-        slow = _epsilon_result()
+    slow = _epsilon_result("numpy:array")
     assert slow.to_dict()["kernels"] == "array"
     assert any("pure array code" in note for note in slow.notes)
+    # same stream, same losses up to rounding: the certified epsilon agrees closely
+    assert slow.epsilon == pytest.approx(result.epsilon, rel=1e-6)
+
+
+def test_worker_processes_run_the_parents_kernel_set() -> None:
+    """The engine hands workers the resolved spec ("numpy:array"), not a bare name that each
+    process would resolve again: a process pool gives the in-process tallies bit for bit."""
+    model = _bmin()
+    config = MonteCarloAccountant(backend="numpy:array")._config(model)
+    assert config.backend == "numpy:array"
+    if NUMBA_AVAILABLE:
+        assert MonteCarloAccountant()._config(model).backend == "numpy:numba"
+    local = _epsilon_result("numpy:array")
+    pooled = _epsilon_result("numpy:array", workers=2, executor="processes")
+    assert pooled.to_dict()["kernels"] == "array"
+    assert pooled.epsilon == local.epsilon
 
 
 def test_monte_carlo_result_without_numba_says_how_to_install_it() -> None:

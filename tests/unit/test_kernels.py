@@ -15,14 +15,18 @@ import sys
 import tracemalloc
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
-from minsep.framework.backend import numpy_backend
+from minsep.framework.backend import get_backend, namespace_backend, numpy_backend
 from minsep.framework.interfaces import Direction
-from minsep.schemes.losses import BMinSepLossModel, blocks, cpu_kernels, fused, sampling
-from minsep.schemes.losses.b_min_sep import b_min_sep_log_ratio
-from minsep.schemes.losses.jit import NUMBA_AVAILABLE, kernels_enabled, pure_arrays
+from minsep.schemes.b_min_sep import cpu_kernels
+from minsep.schemes.b_min_sep import fused as b_min_sep_fused
+from minsep.schemes.b_min_sep.loss import b_min_sep_log_ratio
+from minsep.schemes.kernels import blocks, fused, sampling
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+from minsep.schemes.losses import BMinSepLossModel
 
 pytestmark = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba (the fast extra)")
 
@@ -51,22 +55,24 @@ def _rng(seed: int) -> Any:
     return numpy_backend().rng(np.random.SeedSequence(seed))
 
 
+def _array_path(transcript: Any) -> Any:
+    """The same transcript, evaluated by the portable array code."""
+    return attrs.evolve(transcript, kernels="array")
+
+
 def test_kernels_are_on_for_host_numpy_only() -> None:
-    assert kernels_enabled(np)
-    with pure_arrays():
-        assert not kernels_enabled(np)
-    assert kernels_enabled(np)
+    assert numpy_backend().kernels == "numba"
+    assert numpy_backend("array").kernels == "array"
+    assert get_backend("numpy:array") is numpy_backend("array")
     xp = pytest.importorskip("array_api_strict")
-    assert not kernels_enabled(xp)
+    assert namespace_backend(xp).kernels == "array"
 
 
 def test_environment_switch_disables_the_kernels() -> None:
-    code = (
-        "import numpy; from minsep.schemes.losses.jit import kernels_enabled as k; print(k(numpy))"
-    )
+    code = "from minsep.framework.backend import numpy_backend; print(numpy_backend().kernels)"
     env = {**os.environ, "MINSEP_PURE_ARRAYS": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.strip() == "False", out.stderr
+    assert out.stdout.strip() == "array", out.stderr
 
 
 def test_models_run_where_numba_cannot_be_imported() -> None:
@@ -75,11 +81,11 @@ def test_models_run_where_numba_cannot_be_imported() -> None:
 import sys
 sys.modules["numba"] = None  # import numba now raises ImportError
 import numpy as np
-from minsep.framework.backend import numpy_backend
+from minsep.framework.backend import get_backend, namespace_backend, numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.losses import BMinSepLossModel
-from minsep.schemes.losses.jit import NUMBA_AVAILABLE, kernels_enabled
-assert not NUMBA_AVAILABLE and not kernels_enabled(np)
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+assert not NUMBA_AVAILABLE and numpy_backend().kernels == "array"
 model = BMinSepLossModel(coefficients=(0.8, 0.5), n_steps=30, min_sep=2, probability=0.2,
                          warm_start=True)
 backend = numpy_backend()
@@ -136,8 +142,7 @@ def test_signal_table_gives_the_dense_signal(k: int, n: int) -> None:
 def test_steps_are_identical_on_both_paths(case: tuple[Any, ...]) -> None:
     model = _model(case)
     fast = model.steps(300, _rng(3), numpy_backend())
-    with pure_arrays():
-        slow = model.steps(300, _rng(3), numpy_backend())
+    slow = model.steps(300, _rng(3), numpy_backend("array"))
     assert fast.dtype == slow.dtype == np.int32
     np.testing.assert_array_equal(fast, slow)
 
@@ -188,8 +193,7 @@ def test_losses_agree_on_both_paths(case: tuple[Any, ...], direction: Direction)
     model = _model(case)
     backend = numpy_backend()
     fast = model.draw(37, direction, _rng(6), backend)
-    with pure_arrays():
-        slow = model.draw(37, direction, _rng(6), backend)
+    slow = model.draw(37, direction, _rng(6), numpy_backend("array"))
     np.testing.assert_array_equal(
         fast.steps if fast.steps is not None else [], slow.steps if slow.steps is not None else []
     )
@@ -199,8 +203,7 @@ def test_losses_agree_on_both_paths(case: tuple[Any, ...], direction: Direction)
         np.testing.assert_allclose(fast.signal, slow.signal, atol=1e-13)
     for sigma in SIGMAS:
         got = model.privacy_loss(fast, sigma)
-        with pure_arrays():
-            want = model.privacy_loss(slow, sigma)
+        want = model.privacy_loss(slow, sigma)
         assert got.shape == (37,) and np.all(np.isfinite(got))
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
@@ -214,7 +217,7 @@ def _row_inputs(model: BMinSepLossModel, transcript: Any, sigma: float) -> tuple
     return (
         np.ascontiguousarray(transcript.noise),
         np.ascontiguousarray(steps),
-        fused.signal_table(model.coefficients, n),
+        b_min_sep_fused.signal_table(model.coefficients, n),
         base,
         1.0 / sigma,
         1.0 / sigma**2,
@@ -236,14 +239,14 @@ def test_rows_leave_linear_scale_only_when_they_must() -> None:
         out = np.empty(9)
         done_in_logs = cpu_kernels.b_min_sep_rows(*_row_inputs(model, transcript, sigma), out)
         assert done_in_logs == expect_logs
-        with pure_arrays():
-            np.testing.assert_allclose(out, model.log_ratio(transcript, sigma), rtol=1e-12)
+        expected = model.log_ratio(_array_path(transcript), sigma)
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
     n, b = 600, 2
     dots = np.tile(np.where(np.arange(n) % 2 == 0, 9.0, -9.0), (5, 1))
     c = (1.0,)
     base = np.full(n, -0.5 / 0.35**2)
     out = np.empty(5)
-    table = fused.signal_table(c, n)
+    table = b_min_sep_fused.signal_table(c, n)
     done_in_logs = cpu_kernels.b_min_sep_rows(
         dots, np.empty((5, 0), np.int32), table, base, 1 / 0.35**2, 1 / 0.35**2, 0.0, 0.0, 1.0, b,
         True, out,
@@ -260,8 +263,7 @@ def test_renormalisation_is_exercised_and_exact() -> None:
     out = np.empty(6)
     assert cpu_kernels.b_min_sep_rows(*_row_inputs(model, transcript, 0.2), out) == 0
     assert np.all(out > 2 * math.log(cpu_kernels.HIGH))  # several renormalisations each
-    with pure_arrays():
-        np.testing.assert_allclose(out, model.log_ratio(transcript, 0.2), rtol=1e-12)
+    np.testing.assert_allclose(out, model.log_ratio(_array_path(transcript), 0.2), rtol=1e-12)
 
 
 @pytest.mark.parametrize("rows", [1, 3, 4, 5, 9])
@@ -271,7 +273,7 @@ def test_a_row_does_not_depend_on_its_group(rows: int) -> None:
     transcript = model.draw(rows, Direction.REMOVE, _rng(9), numpy_backend())
     together = model.log_ratio(transcript, 0.7)
     for s in range(rows):
-        alone = fused.host_b_min_sep(
+        alone = b_min_sep_fused.host_b_min_sep(
             transcript.noise[s : s + 1], transcript.steps[s : s + 1], model.coefficients, 0.7,
             1 / 0.7, model.probability, model.min_sep, model.warm_start,
         )  # fmt: skip
@@ -335,24 +337,21 @@ def test_other_models_agree_on_both_paths(index: int, direction: Direction) -> N
     model = _other_models()[index]
     backend = numpy_backend()
     fast = model.draw(23, direction, _rng(10), backend)
-    with pure_arrays():
-        slow = model.draw(23, direction, _rng(10), backend)
+    slow = model.draw(23, direction, _rng(10), numpy_backend("array"))
     np.testing.assert_allclose(fast.noise, slow.noise, atol=1e-12)
     for sigma in (0.05, 0.6, 3.0):
         got = model.privacy_loss(fast, sigma)
-        with pure_arrays():
-            want = model.privacy_loss(slow, sigma)
+        want = model.privacy_loss(slow, sigma)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("log_stay", [math.log(0.7), -math.inf])
 def test_compiled_log_recursion_is_the_array_recursion(log_stay: float) -> None:
-    from minsep.schemes.losses.recursion import backward_log_recursion
+    from minsep.schemes.kernels.recursion import backward_log_recursion
 
     log_go = np.random.default_rng(3).normal(-1.0, 3.0, size=(7, 30))
     for b in (1, 2, 5, 40):
-        fast = backward_log_recursion(log_go, log_stay, b, np)
-        with pure_arrays():
-            slow = backward_log_recursion(log_go, log_stay, b, np)
+        fast = backward_log_recursion(log_go, log_stay, b, np, kernels="numba")
+        slow = backward_log_recursion(log_go, log_stay, b, np, kernels="array")
         assert len(fast) == len(slow) == b
         np.testing.assert_allclose(np.stack(fast), np.stack(slow), rtol=1e-13, atol=1e-13)

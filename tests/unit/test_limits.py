@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from minsep.accountants import monte_carlo as mc_module
-from minsep.framework.backend import get_backend
+from minsep.framework.backend import Backend, get_backend, numpy_backend
 from minsep.framework.cli.common import EXIT_UNCERTIFIED, byte_size
 from minsep.framework.cli.main import main
 from minsep.framework.errors import CalibrationError, ConfigurationError
@@ -39,9 +39,8 @@ from minsep.framework.montecarlo.planning import (
     sample_bytes,
 )
 from minsep.framework.registries import accountants, schemes, strategies
-from minsep.schemes.losses.b_min_sep import BMinSepLossModel
-from minsep.schemes.losses.jit import pure_arrays
-from minsep.schemes.losses.multi_attribution import MultiAttributionLossModel
+from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+from minsep.schemes.multi_attribution.loss import MultiAttributionLossModel
 from tests.unit.montecarlo_toys import GaussianToy, ToyScheme, ToyStrategy
 
 NUMPY = get_backend("numpy")
@@ -66,12 +65,15 @@ def _models(n: int) -> dict[str, PrivacyLossModel]:
     }
 
 
-def _peak_bytes(model: PrivacyLossModel, direction: Direction, samples: int) -> int:
+def _peak_bytes(
+    model: PrivacyLossModel, direction: Direction, samples: int, backend: Backend = NUMPY
+) -> int:
     """tracemalloc peak of drawing ``samples`` and evaluating them (after a warm-up)."""
-    model.log_ratio(model.draw(2, direction, NUMPY.rng(np.random.SeedSequence(0)), NUMPY), 0.7)
+    warm = model.draw(2, direction, backend.rng(np.random.SeedSequence(0)), backend)
+    model.log_ratio(warm, 0.7)
     tracemalloc.start()
     try:
-        transcript = model.draw(samples, direction, NUMPY.rng(np.random.SeedSequence(1)), NUMPY)
+        transcript = model.draw(samples, direction, backend.rng(np.random.SeedSequence(1)), backend)
         model.log_ratio(transcript, 0.7)
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -86,21 +88,13 @@ def _peak_bytes(model: PrivacyLossModel, direction: Direction, samples: int) -> 
 @pytest.mark.parametrize("name", list(_models(8)))
 def test_declared_bytes_per_sample_bound_the_allocations(name: str, pure: bool) -> None:
     samples, n = 300, 1500
-    with pure_arrays() if pure else _NoContext():
-        model = _models(n)[name]
-        for direction in Direction:
-            declared = model.bytes_per_sample(direction, NUMPY)
-            peak = _peak_bytes(model, direction, samples)
-            assert peak <= samples * declared + (1 << 20), (name, direction, peak / samples)
-            assert declared < 8 * DEFAULT_WORKING_ARRAYS * n  # built-ins declare their own
-
-
-class _NoContext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    backend = numpy_backend("array") if pure else NUMPY
+    model = _models(n)[name]
+    for direction in Direction:
+        declared = model.bytes_per_sample(direction, backend)
+        peak = _peak_bytes(model, direction, samples, backend)
+        assert peak <= samples * declared + (1 << 20), (name, direction, peak / samples)
+        assert declared < 8 * DEFAULT_WORKING_ARRAYS * n  # built-ins declare their own
 
 
 def test_default_declaration_is_sixteen_rows() -> None:

@@ -19,7 +19,7 @@ from minsep.schemes import (
     Truncated,
 )
 from minsep.schemes._sampling import AvailabilityPool, uniform_positions
-from minsep.schemes.b_min_sep import probability_for_rate, stationary_law
+from minsep.schemes.b_min_sep.scheme import probability_for_rate, stationary_law
 from minsep.schemes.base import as_batch, dataset_size
 
 EXPECTED_NAMES = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import attrs
@@ -46,7 +45,7 @@ FOUR = Coefficients((0.5, 0.5, 0.5, 0.5))
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
-    """Replace minsep.schemes.losses by a recorder of (class name, constructor kwargs)."""
+    """Replace each family's loss-model class by a recorder of (class name, constructor kwargs)."""
     calls: list[tuple[str, dict[str, Any]]] = []
 
     def model(name: str) -> Any:
@@ -56,19 +55,15 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]
 
         return build
 
-    fake = types.SimpleNamespace(
-        **{
-            name: model(name)
-            for name in (
-                "BMinSepLossModel",
-                "BallsInBinsLossModel",
-                "MultiAttributionLossModel",
-                "ConjecturedMultiAttributionLossModel",
-                "TruncatedBMinSepLossModel",
-            )
-        }
-    )
-    monkeypatch.setattr("minsep.schemes._accounting.losses", lambda: fake)
+    homes = {
+        "BMinSepLossModel": "b_min_sep",
+        "BallsInBinsLossModel": "balls_in_bins",
+        "MultiAttributionLossModel": "multi_attribution",
+        "ConjecturedMultiAttributionLossModel": "multi_attribution",
+        "TruncatedBMinSepLossModel": "truncated",
+    }
+    for name, family in homes.items():  # the hooks import the class from its module when called
+        monkeypatch.setattr(f"minsep.schemes.{family}.loss.{name}", model(name))
     return calls
 
 

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from minsep.framework.errors import ConfigurationError, InfeasibleError
 from minsep.schemes import AttributionGraph, MultiAttribution, MultiAttributionParticipation
-from minsep.schemes.multi_attribution import example_graph
+from minsep.schemes.multi_attribution.scheme import example_graph
 
 # -- the graph -------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ import pytest
 from minsep.framework.errors import ConfigurationError
 from minsep.schemes import PADDING, BMinSep, MultiAttribution, Poisson, Truncated
 from minsep.schemes.base import Keep, SchemeBase
-from minsep.schemes.multi_attribution import example_graph
-from minsep.schemes.truncated import real_examples
+from minsep.schemes.multi_attribution.scheme import example_graph
+from minsep.schemes.truncated.scheme import real_examples
 
 
 @attrs.frozen

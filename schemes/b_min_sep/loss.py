@@ -12,30 +12,32 @@ start, Algorithm 2). b = 1 with C = I is Poisson sampling: P/Q = prod_i (1 - p +
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses import gpu_kernels
-from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.losses.fields import (
+from minsep.schemes.b_min_sep import gpu_kernels
+from minsep.schemes.b_min_sep.fused import host_b_min_sep
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import (
     as_coefficients,
     boolean,
     check_bands_fit,
     coefficients_validator,
 )
-from minsep.schemes.losses.fused import host_b_min_sep, host_noise
-from minsep.schemes.losses.jit import CompiledKernels, kernels_enabled
-from minsep.schemes.losses.recursion import (
+from minsep.schemes.kernels.fused import host_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.losses.sampling import chain_steps, steps_to_pattern
-from minsep.schemes.losses.transcript import BlockTranscript
+from minsep.schemes.kernels.sampling import chain_steps, steps_to_pattern
+from minsep.schemes.kernels.transcript import BlockTranscript
 
 
 def b_min_sep_log_ratio(
@@ -48,10 +50,11 @@ def b_min_sep_log_ratio(
     xp: Any,
 ) -> Any:
     """The log-ratio kernel: ``ln P/Q`` per sample from ``dots[:, i] = <c_i, y>`` and the tail
-    norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``)."""
+    norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``); portable array code."""
     log_block = (dots - 0.5 * norms) / sigma**2
     log_go = math.log(probability) + log_block
-    g = backward_log_recursion(log_go, log_or_neg_inf(1.0 - probability), min_sep, xp)
+    log_stay = log_or_neg_inf(1.0 - probability)
+    g = backward_log_recursion(log_go, log_stay, min_sep, xp, kernels="array")
     return warm_start_average(g, probability, xp) if warm_start else g[0]
 
 
@@ -93,7 +96,7 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
 
     def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
-        (ascending, then padded with n): :func:`~minsep.schemes.losses.sampling.chain_steps`."""
+        (ascending, then padded with n): :func:`~minsep.schemes.kernels.sampling.chain_steps`."""
         return chain_steps(
             n_samples,
             self.n_steps,
@@ -102,6 +105,7 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
             self.warm_start,
             rng,
             backend.xp,
+            kernels=backend.kernels,
         )
 
     def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
@@ -115,7 +119,7 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         per_sample = 8 * self.n_steps
         if direction is Direction.REMOVE:
             per_sample += 4 * -(-self.n_steps // self.min_sep)
-            if not fused_path(backend.xp):
+            if backend.kernels not in _FUSED:
                 per_sample += 8 * self.n_steps
         return n_samples * per_sample
 
@@ -125,7 +129,7 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         the portable path 8 rows of n under REMOVE (pattern, signal, noise, dots and the
         recursion's temporaries), 5 under ADD (measured peaks: 57 n and 32 n bytes)."""
         n = self.n_steps
-        if fused_path(backend.xp):
+        if backend.kernels in _FUSED:
             return self.transcript_bytes(1, direction, backend) + 8 * n
         return 8 * n * (8 if direction is Direction.REMOVE else 5)
 
@@ -137,15 +141,14 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         steps = None
         if direction is Direction.REMOVE:
             steps = self.steps(n_samples, rng, backend)
-        if kernels_enabled(xp):
-            noise = host_noise(n_samples, self.n_steps, self.coefficients, rng)
-        elif gpu_kernels.usable(xp):
-            noise = gpu_kernels.device_noise(n_samples, self.n_steps, self.coefficients, rng)
+        kernels = backend.kernels
+        if kernels in _NOISE:
+            noise = _NOISE[kernels](n_samples, self.n_steps, self.coefficients, rng)
         else:
             z = rng.standard_normal((n_samples, self.n_steps))
             noise = sliding_dot(z, self.coefficients, xp)
         signal = None
-        if steps is not None and not fused_path(xp):  # the array path reads a dense signal
+        if steps is not None and kernels not in _FUSED:  # the array path reads a dense signal
             pattern = xp.astype(steps_to_pattern(steps, self.n_steps, xp), xp.float64)
             signal = signal_dots(pattern, self.coefficients, xp)
         return BlockTranscript(
@@ -155,29 +158,31 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
             signal=signal,
             steps=steps,
             coefficients=self.coefficients,
+            kernels=kernels,
         )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
-        xp = transcript.xp
-        if fused_path(xp):
-            return self._fused(transcript.noise, transcript.steps, 1.0 / sigma, sigma, xp)
+        xp, kernels = transcript.xp, transcript.kernels
+        if kernels in _FUSED:
+            return self._fused(kernels, transcript.noise, transcript.steps, 1.0 / sigma, sigma)
         dots = sigma * transcript.noise
         signal = transcript.signal
         if signal is not None:
             dots = signal + dots
         return self._from_dots(dots, sigma, xp)
 
-    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any) -> Any:
-        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``)."""
+    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None) -> Any:
+        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``), with
+        ``kernels`` (default: those of a default backend over ``xp``)."""
         dots = sliding_dot(outputs, self.coefficients, xp)
-        if fused_path(xp):
-            return self._fused(dots, None, 1.0 / sigma**2, sigma, xp)
+        kernels = kernels or default_kernels(xp)
+        if kernels in _FUSED:
+            return self._fused(kernels, dots, None, 1.0 / sigma**2, sigma)
         return self._from_dots(dots, sigma, xp)
 
-    def _fused(self, values: Any, steps: Any, scale: float, sigma: float, xp: Any) -> Any:
-        evaluate = host_b_min_sep if kernels_enabled(xp) else gpu_kernels.device_b_min_sep
-        return evaluate(
+    def _fused(self, kernels: str, values: Any, steps: Any, scale: float, sigma: float) -> Any:
+        return _FUSED[kernels](
             values,
             steps,
             self.coefficients,
@@ -195,6 +200,13 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         )
 
 
-def fused_path(xp: Any) -> bool:
-    """True when ``xp`` arrays take a fused kernel (numba on host numpy, CUDA on cupy)."""
-    return kernels_enabled(xp) or gpu_kernels.usable(xp)
+#: The fused noise draw of each kernel set that has one (others: portable array code).
+_NOISE: dict[str, Callable[..., Any]] = {
+    "numba": host_noise,
+    "cuda": gpu_kernels.device_noise,
+}
+#: The fused log-ratio of each kernel set that has one (others: portable array code).
+_FUSED: dict[str, Callable[..., Any]] = {
+    "numba": host_b_min_sep,
+    "cuda": gpu_kernels.device_b_min_sep,
+}

@@ -22,19 +22,19 @@ import numpy as np
 from scipy import special, stats
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.losses.fields import as_coefficients, check_bands_fit, coefficients_validator
-from minsep.schemes.losses.fused import correlated_noise
-from minsep.schemes.losses.jit import CompiledKernels
-from minsep.schemes.losses.recursion import (
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import as_coefficients, check_bands_fit, coefficients_validator
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     logsumexp_terms,
 )
-from minsep.schemes.losses.sampling import user_participation
-from minsep.schemes.losses.transcript import BlockTranscript
+from minsep.schemes.kernels.sampling import user_participation
+from minsep.schemes.kernels.transcript import BlockTranscript
 
 #: Most trials for which binomial_log_weights uses exact big-integer coefficients.
 EXACT_TRIALS = 1000
@@ -70,9 +70,11 @@ def multi_attribution_log_ratio(
     min_sep: int,
     max_user_examples: int,
     xp: Any,
+    *,
+    kernels: str,
 ) -> Any:
     """The log-ratio kernel: ``ln P/Q`` per sample from ``dots[:, i] = <c_i, y>`` and the tail
-    norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``)."""
+    norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``), run with ``kernels``."""
     weights = binomial_log_weights(max_user_examples, probability)
     scaled_dots, scaled_norms = dots / sigma**2, norms / sigma**2
     counts = [j for j in range(1, max_user_examples + 1) if math.isfinite(weights[j])]
@@ -81,7 +83,7 @@ def multi_attribution_log_ratio(
         return weights[j] + j * scaled_dots - (0.5 * j * j) * scaled_norms
 
     log_go = logsumexp_terms(term, counts, xp)
-    g = backward_log_recursion(log_go, weights[0], min_sep, xp)
+    g = backward_log_recursion(log_go, weights[0], min_sep, xp, kernels=kernels)
     return g[0]
 
 
@@ -144,8 +146,12 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         if direction is Direction.REMOVE:
             x = self._participation(n_samples, rng, backend)
             signal = signal_dots(x, self.coefficients, xp)
-        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
-        return BlockTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
+        noise = correlated_noise(
+            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
+        )
+        return BlockTranscript(
+            direction=direction, xp=xp, noise=noise, signal=signal, kernels=backend.kernels
+        )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
@@ -153,17 +159,26 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         dots = sigma * transcript.noise
         if transcript.signal is not None:
             dots = transcript.signal + dots
-        return self._from_dots(dots, sigma, transcript.xp)
+        return self._from_dots(dots, sigma, transcript.xp, transcript.kernels)
 
-    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any) -> Any:
-        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``)."""
+    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None) -> Any:
+        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``), with
+        ``kernels`` (default: those of a default backend over ``xp``)."""
         self._note()
-        return self._from_dots(sliding_dot(outputs, self.coefficients, xp), sigma, xp)
+        dots = sliding_dot(outputs, self.coefficients, xp)
+        return self._from_dots(dots, sigma, xp, kernels or default_kernels(xp))
 
-    def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
+    def _from_dots(self, dots: Any, sigma: float, xp: Any, kernels: str) -> Any:
         norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
         return multi_attribution_log_ratio(
-            dots, norms, sigma, self.probability, self.min_sep, self.max_user_examples, xp
+            dots,
+            norms,
+            sigma,
+            self.probability,
+            self.min_sep,
+            self.max_user_examples,
+            xp,
+            kernels=kernels,
         )
 
     def _note(self) -> None:

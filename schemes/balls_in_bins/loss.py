@@ -20,11 +20,11 @@ import numpy as np
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot
-from minsep.schemes.losses.fields import as_coefficients, coefficients_validator
-from minsep.schemes.losses.fused import correlated_noise
-from minsep.schemes.losses.jit import CompiledKernels
-from minsep.schemes.losses.transcript import BinsTranscript
+from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
+from minsep.schemes.kernels.fields import as_coefficients, coefficients_validator
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.transcript import BinsTranscript
 
 
 def bin_gram(coefficients: tuple[float, ...], n_steps: int, cycle_length: int) -> np.ndarray:
@@ -129,9 +129,13 @@ class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
             chosen = xp.minimum(self.bins(n_samples, rng, backend), self.n_bins)
             padded = np.vstack([self.gram(), np.zeros((1, self.n_bins))])  # row n_bins: empty
             signal = xp.take(xp.asarray(padded), chosen, axis=0)
-        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
+        noise = correlated_noise(
+            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
+        )
         noise = fold_bins(noise, self.cycle_length, xp)
-        return BinsTranscript(direction=direction, xp=xp, noise=noise, signal=signal)
+        return BinsTranscript(
+            direction=direction, xp=xp, noise=noise, signal=signal, kernels=backend.kernels
+        )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<C x_s, y> = signal_s + sigma noise_s``."""

@@ -188,7 +188,9 @@ class BMinSep(SchemeBase):
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b."""
         self._require_bands(strategy)
-        model: PrivacyLossModel = acc.losses().BMinSepLossModel(
+        from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+
+        model: PrivacyLossModel = BMinSepLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
             min_sep=self.min_sep,
@@ -202,7 +204,9 @@ class BMinSep(SchemeBase):
     ) -> PrivacyLossModel:
         """Appendix D's P/R and Q/R recursions (docs/math.md §6); bands <= b."""
         self._require_bands(strategy)
-        model: PrivacyLossModel = acc.losses().TruncatedBMinSepLossModel(
+        from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
+
+        model: PrivacyLossModel = TruncatedBMinSepLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
             min_sep=self.min_sep,

@@ -29,24 +29,24 @@ from typing import Any
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.losses.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.losses.fields import (
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import (
     as_coefficients,
     boolean,
     check_bands_fit,
     coefficients_validator,
 )
-from minsep.schemes.losses.fused import correlated_noise
-from minsep.schemes.losses.jit import CompiledKernels
-from minsep.schemes.losses.recursion import (
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.losses.sampling import chain_participation, host_generator, other_counts
-from minsep.schemes.losses.transcript import TruncatedTranscript
+from minsep.schemes.kernels.sampling import chain_participation, host_generator, other_counts
+from minsep.schemes.kernels.transcript import TruncatedTranscript
 
 
 def survival_probability(counts: Any, max_batch_size: int, xp: Any) -> Any:
@@ -68,9 +68,12 @@ def truncated_log_ratio(
     warm_start: bool,
     max_batch_size: int,
     xp: Any,
+    *,
+    kernels: str,
 ) -> Any:
     """The log-ratio kernel: ``ln P/Q`` from ``dots[:, i] = <c_i, y>``, the tail norms and the
-    counts r (both recursions against R = N(0, sigma^2 I), then subtracted)."""
+    counts r (both recursions against R = N(0, sigma^2 I), then subtracted), run with
+    ``kernels``."""
     scaled_dots, scaled_norms = dots / sigma**2, norms / sigma**2
     truncating = counts >= max_batch_size
     keep = survival_probability(counts, max_batch_size, xp)
@@ -86,8 +89,8 @@ def truncated_log_ratio(
         0.0,
     )
     log_stay, log_p = log_or_neg_inf(1.0 - probability), math.log(probability)
-    g_p = backward_log_recursion(log_p + log_p_block, log_stay, min_sep, xp)
-    g_q = backward_log_recursion(log_p + log_q_block, log_stay, min_sep, xp)
+    g_p = backward_log_recursion(log_p + log_p_block, log_stay, min_sep, xp, kernels=kernels)
+    g_q = backward_log_recursion(log_p + log_q_block, log_stay, min_sep, xp, kernels=kernels)
     if warm_start:
         return warm_start_average(g_p, probability, xp) - warm_start_average(g_q, probability, xp)
     return g_p[0] - g_q[0]
@@ -182,22 +185,32 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
         xp = backend.xp
         x, counts = self.participation(n_samples, direction, rng, backend)
         signal = signal_dots(x, self.coefficients, xp)
-        noise = correlated_noise(n_samples, self.n_steps, self.coefficients, rng, xp)
+        noise = correlated_noise(
+            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
+        )
         return TruncatedTranscript(
-            direction=direction, xp=xp, noise=noise, signal=signal, counts=counts
+            direction=direction,
+            xp=xp,
+            noise=noise,
+            signal=signal,
+            counts=counts,
+            kernels=backend.kernels,
         )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y | r)/Q(y | r)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
         dots = transcript.signal + sigma * transcript.noise
-        return self._from_dots(dots, transcript.counts, sigma, transcript.xp)
+        return self._from_dots(dots, transcript.counts, sigma, transcript.xp, transcript.kernels)
 
-    def log_ratio_at(self, outputs: Any, counts: Any, sigma: float, xp: Any) -> Any:
-        """``ln P(y | r)/Q(y | r)`` at given outputs ``y`` and counts ``r`` (``(S, n)`` each)."""
+    def log_ratio_at(
+        self, outputs: Any, counts: Any, sigma: float, xp: Any, kernels: str | None = None
+    ) -> Any:
+        """``ln P(y | r)/Q(y | r)`` at given outputs ``y`` and counts ``r`` (``(S, n)`` each),
+        with ``kernels`` (default: those of a default backend over ``xp``)."""
         dots = sliding_dot(outputs, self.coefficients, xp)
-        return self._from_dots(dots, counts, sigma, xp)
+        return self._from_dots(dots, counts, sigma, xp, kernels or default_kernels(xp))
 
-    def _from_dots(self, dots: Any, counts: Any, sigma: float, xp: Any) -> Any:
+    def _from_dots(self, dots: Any, counts: Any, sigma: float, xp: Any, kernels: str) -> Any:
         norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
         return truncated_log_ratio(
             dots,
@@ -209,4 +222,5 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             self.warm_start,
             self.max_batch_size,
             xp,
+            kernels=kernels,
         )

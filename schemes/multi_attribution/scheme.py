@@ -255,9 +255,9 @@ class MultiAttribution(MultiAttributionBase):
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """The dominating single-user recursion (docs/math.md §5); bands <= b, cold start."""
-        model: PrivacyLossModel = acc.losses().MultiAttributionLossModel(
-            **self._loss_arguments(strategy)
-        )
+        from minsep.schemes.multi_attribution.loss import MultiAttributionLossModel
+
+        model: PrivacyLossModel = MultiAttributionLossModel(**self._loss_arguments(strategy))
         return model
 
 
@@ -310,7 +310,9 @@ class MultiAttributionParticipation(MultiAttributionBase):
             ConjectureWarning,
             stacklevel=2,
         )
-        model: PrivacyLossModel = acc.losses().ConjecturedMultiAttributionLossModel(
+        from minsep.schemes.multi_attribution.loss import ConjecturedMultiAttributionLossModel
+
+        model: PrivacyLossModel = ConjecturedMultiAttributionLossModel(
             **self._loss_arguments(strategy)
         )
         return model

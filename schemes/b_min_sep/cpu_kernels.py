@@ -1,8 +1,9 @@
-"""Fused host kernels (numba) of the loss models: correlation, exp and the Theorem 5.1 recursion.
+"""Fused host kernels (numba) of the b-min-sep loss model: exp and the Theorem 5.1 recursion.
 
 One call handles a whole chunk of samples, one sample (row) at a time, with row buffers
 reused across rows; numba compiles them on first use (cached on disk). The math is that of
-:mod:`.blocks` and :mod:`.recursion` (docs/math.md §2-§3); only the evaluation order differs:
+:mod:`minsep.schemes.kernels.blocks` and :mod:`minsep.schemes.kernels.recursion` (docs/math.md
+§2-§3); only the evaluation order differs:
 
 * ``x_i = ln(p r_i) = a * v_i + base_i + signal_i / sigma^2`` (``v`` the stored noise
   correlations, ``a = 1/sigma``; or the dots ``<c_i, y>`` with ``a = 1/sigma^2``), the signal
@@ -28,7 +29,8 @@ import math
 
 import numpy as np
 
-from minsep.schemes.losses.jit import njit
+from minsep.schemes.kernels.cpu_kernels import logaddexp
+from minsep.schemes.kernels.jit import njit
 
 #: Rows with some ``|ln(p r_i)|`` above this take the log-domain recursion.
 LIMIT = 300.0
@@ -93,14 +95,6 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
 
 
 @njit
-def _logaddexp(a: float, b: float) -> float:
-    hi = max(a, b)
-    if math.isinf(hi):  # -inf + -inf, or an infinite term: as numpy's logaddexp
-        return hi
-    return hi + math.log1p(math.exp(-abs(a - b)))
-
-
-@njit
 def log_domain_row(
     x: np.ndarray, n: int, b: int, log_q: float, log_p: float, p: float, warm: bool, g: np.ndarray
 ) -> float:
@@ -111,33 +105,13 @@ def log_domain_row(
     stays = log_q > -np.inf
     for i in range(n - 1, -1, -1):
         go = x[i] + g[i + b]
-        g[i] = _logaddexp(log_q + g[i + 1], go) if stays else go
+        g[i] = logaddexp(log_q + g[i + 1], go) if stays else go
     if not warm:
         return float(g[0])
     total = g[0]
     for j in range(1, b):
-        total = _logaddexp(total, log_p + g[j])
+        total = logaddexp(total, log_p + g[j])
     return float(total - math.log1p((b - 1) * p))
-
-
-@njit
-def log_recursion_rows(log_go: np.ndarray, log_q: float, b: int, out: np.ndarray) -> None:
-    """``out[s, j] = g_j`` (j < b) of ``g_i = logaddexp(log_q + g_{i+1}, log_go[s, i] +
-    g_{i+b})``, ``g_j = 0`` for j >= n (``log_q = -inf`` drops the stay branch): the
-    log-domain recursion of :mod:`.recursion` for every row, used by the models whose block
-    terms are mixtures (multi-attribution, truncation)."""
-    rows, n = log_go.shape
-    g = np.empty(n + b)
-    stays = log_q > -np.inf
-    for s in range(rows):
-        row = log_go[s]
-        for j in range(n, n + b):
-            g[j] = 0.0
-        for i in range(n - 1, -1, -1):
-            go = row[i] + g[i + b]
-            g[i] = _logaddexp(log_q + g[i + 1], go) if stays else go
-        for j in range(b):
-            out[s, j] = g[j]
 
 
 #: Rows interleaved by the linear-scale recursion (independent chains hide FMA latency).
@@ -296,51 +270,6 @@ def b_min_sep_rows(
                 in_logs += 1
             out[s] = result
     return in_logs
-
-
-#: Outputs per tile of the direct correlation (a tile and its inputs stay in L1).
-TILE = 512
-
-
-@njit(fastmath={"contract"})
-def correlate_rows(z: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
-    """``out[r, i] = sum_j c_j z[r, i + j]`` over ``i + j < n`` (direct, O(n k) per row), as
-    k vectorised passes over tiles of :data:`TILE` outputs."""
-    rows, n = z.shape
-    k = c.shape[0]
-    for r in range(rows):
-        src = z[r]
-        dst = out[r]
-        c0 = c[0]
-        for lo in range(0, n, TILE):
-            hi = min(n, lo + TILE)
-            tile = dst[lo:hi]
-            head = src[lo:hi]
-            for t in range(hi - lo):
-                tile[t] = c0 * head[t]
-            for j in range(1, k):
-                cj = c[j]
-                span = min(hi, n - j) - lo
-                shifted = src[lo + j : lo + j + max(span, 0)]
-                for t in range(span):
-                    tile[t] += cj * shifted[t]
-
-
-@njit
-def steps_from_logs(
-    logs: np.ndarray, offset: np.ndarray, log_stay: float, b: int, n: int, out: np.ndarray
-) -> None:
-    """Participation steps from ``logs = ln(1 - u)`` exactly as the array code of
-    :func:`~minsep.schemes.losses.sampling.chain_steps` computes them (the same IEEE
-    operations in the same order): ``min(offset + cumsum(min(floor(logs / log_stay), n) + b),
-    n)``."""
-    rows, m = logs.shape
-    nf = float(n)
-    for s in range(rows):
-        total = 0.0
-        for j in range(m):
-            total += min(math.floor(logs[s, j] / log_stay), nf) + b
-            out[s, j] = np.int32(min(total + offset[s], nf))
 
 
 def signal_table(coefficients: np.ndarray, n_steps: int) -> np.ndarray:

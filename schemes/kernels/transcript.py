@@ -47,18 +47,21 @@ class BlockTranscript:
     Attributes:
         direction: REMOVE (x from the scheme's law) or ADD (x = 0).
         xp: the array namespace of the arrays.
+        kernels: the kernel set of the backend that drew it (``backend.kernels``); the
+            model's ``log_ratio`` evaluates with the same set.
         noise: ``<c_i, z>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
         signal: ``<c_i, C x>``, float64 ``(n_samples, n)``, or None: given densely (``8 n``
             bytes per sample) or, when only ``steps`` is stored, rebuilt on each access (for
             inspection; the models' kernels read ``steps``). None for x = 0.
         steps: participation steps, int32 ``(n_samples, m)`` ascending then padded with n (see
-            :func:`~minsep.schemes.losses.sampling.chain_steps`), or None.
+            :func:`~minsep.schemes.kernels.sampling.chain_steps`), or None.
         coefficients: c, needed to rebuild a dense signal from ``steps``.
     """
 
     direction: Direction
     xp: Any = attrs.field(repr=False)
     noise: Any = attrs.field(repr=False)
+    kernels: str = attrs.field(default="array", kw_only=True)
     _signal: Any = attrs.field(default=None, repr=False, alias="signal")
     steps: Any = attrs.field(default=None, repr=False)
     coefficients: tuple[float, ...] = attrs.field(default=(), repr=False)
@@ -72,8 +75,8 @@ class BlockTranscript:
         """The dense ``<c_i, C x>`` (rebuilt from ``steps`` when not stored), or None."""
         if self._signal is not None or self.steps is None:
             return self._signal
-        from minsep.schemes.losses.blocks import signal_dots
-        from minsep.schemes.losses.sampling import steps_to_pattern
+        from minsep.schemes.kernels.blocks import signal_dots
+        from minsep.schemes.kernels.sampling import steps_to_pattern
 
         xp = self.xp
         n = int(self.noise.shape[1])
@@ -97,6 +100,8 @@ class BinsTranscript:
     Attributes:
         direction: REMOVE (a uniform bin) or ADD (x = 0).
         xp: the array namespace of the arrays.
+        kernels: the kernel set of the backend that drew it (``backend.kernels``); the
+            model's ``log_ratio`` evaluates with the same set.
         noise: ``<C x_s, z>``, float64 ``(n_samples, T')`` -- ``8 T'`` bytes per sample.
         signal: ``<C x_s, C x_{s*}>`` for the drawn bin s*, float64 ``(n_samples, T')``, or None
             under ADD -- ``8 T'`` bytes per sample when present.
@@ -105,6 +110,7 @@ class BinsTranscript:
     direction: Direction
     xp: Any = attrs.field(repr=False)
     noise: Any = attrs.field(repr=False)
+    kernels: str = attrs.field(default="array", kw_only=True)
     signal: Any = attrs.field(default=None, repr=False)
 
     @property
@@ -122,6 +128,8 @@ class TruncatedTranscript:
     Attributes:
         direction: REMOVE (y ~ P) or ADD (y ~ Q).
         xp: the array namespace of the arrays.
+        kernels: the kernel set of the backend that drew it (``backend.kernels``); the
+            model's ``log_ratio`` evaluates with the same set.
         noise: ``<c_i, z>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
         signal: ``<c_i, C x>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
         counts: r_i, the other examples sampled at step i before truncation, int64
@@ -131,6 +139,7 @@ class TruncatedTranscript:
     direction: Direction
     xp: Any = attrs.field(repr=False)
     noise: Any = attrs.field(repr=False)
+    kernels: str = attrs.field(default="array", kw_only=True)
     signal: Any = attrs.field(repr=False)
     counts: Any = attrs.field(repr=False)
 

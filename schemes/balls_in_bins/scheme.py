@@ -98,7 +98,9 @@ class BallsInBins(SchemeBase):
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """The exact balls-in-bins mixture over the T bins (any number of bands)."""
-        model: PrivacyLossModel = acc.losses().BallsInBinsLossModel(
+        from minsep.schemes.balls_in_bins.loss import BallsInBinsLossModel
+
+        model: PrivacyLossModel = BallsInBinsLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
             cycle_length=self.cycle_length,

@@ -20,7 +20,6 @@ import numpy as np
 from scipy import stats
 
 from minsep.framework.backend import Backend, RandomSource
-from minsep.schemes.losses.jit import kernels_enabled
 
 
 def stationary_law(p: float, b: int) -> np.ndarray:
@@ -78,6 +77,8 @@ def chain_steps(
     warm_start: bool,
     rng: RandomSource,
     xp: Any,
+    *,
+    kernels: str,
 ) -> Any:
     """Participation steps of one example under b-min-sep: int32 ``(S, ceil(n / b))``.
 
@@ -92,6 +93,7 @@ def chain_steps(
     with s_0 the initial state (0 cold; drawn from pi warm, Algorithm 2). At most ceil(n / b)
     participations fit in n steps, so that many uniforms per sample suffice. Stream: ``S``
     uniforms for s_0 (warm only), then ``S x ceil(n / b)`` uniforms, in that order.
+    ``kernels``: the backend's kernel set (``"numba"`` fuses the last steps on the host).
     """
     m = -(-n_steps // min_sep)
     if warm_start:
@@ -101,8 +103,8 @@ def chain_steps(
     u = rng.random((n_samples, m))
     log_stay = math.log1p(-p) if p < 1.0 else -math.inf  # p = 1: every wait is 0
     offset = xp.reshape(_astype(start, xp.float64, xp), (n_samples, 1)) - float(min_sep)
-    if kernels_enabled(xp):  # the same float operations, fused after numpy's log1p
-        from minsep.schemes.losses.cpu_kernels import steps_from_logs
+    if kernels == "numba":  # the same float operations, fused after numpy's log1p
+        from minsep.schemes.kernels.cpu_kernels import steps_from_logs
 
         np.log1p(np.negative(u, out=u), out=u)
         out = np.empty((n_samples, m), dtype=np.int32)

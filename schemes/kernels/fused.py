@@ -1,13 +1,14 @@
 """Host drivers of the fused kernels: blockwise noise and the b-min-sep log-ratio (numba path).
 
-Used when :func:`~minsep.schemes.losses.jit.kernels_enabled` holds (numba present, host numpy
+Used by the ``"numba"`` kernel set (:attr:`~minsep.framework.backend.Backend.kernels`; host numpy
 arrays). They compute exactly what the portable array code computes (docs/math.md §2-§3), from the
 same random stream, with O(block) scratch memory instead of O(chunk):
 
 * :func:`host_noise` draws the ``(S, n)`` standard normals in row blocks into a reused buffer
   and correlates each block with c (direct sums up to :data:`KERNEL_DIRECT_MAX_BANDS` bands,
   batched real FFTs above), writing ``<c_i, z>`` straight into the transcript array;
-* :func:`host_b_min_sep` evaluates ``ln P/Q`` for every sample in one compiled call.
+* :func:`minsep.schemes.b_min_sep.fused.host_b_min_sep` evaluates b-min-sep's ``ln P/Q`` for
+  every sample in one compiled call.
 
 Memory of a draw: the transcript itself (``8 n`` bytes per sample of noise, ``4 ceil(n/b)`` of
 steps) plus at most 3 MiB of block buffers, whatever the chunk size. An evaluation adds
@@ -19,7 +20,8 @@ the peak is ``chunk_size * (8 n + 4 ceil(n / b))`` bytes for b-min-sep REMOVE (`
 ADD) plus the block and row buffers above, one loss vector (``8 chunk_size``) and the tallies:
 independent of the number of samples and of sigmas. For example n = 7200 with chunks of 4096
 samples holds 236 MB; n = 1024 with chunks of 65536 holds 570 MB
-(:meth:`~.b_min_sep.BMinSepLossModel.transcript_bytes` gives the figure for a model).
+(:meth:`~minsep.schemes.b_min_sep.loss.BMinSepLossModel.transcript_bytes` gives the figure for a
+model).
 
 **Precision.** Normals, correlations and recursions are float64 throughout. float32 normals
 would not be faster (numpy draws them at the same rate), and float32 storage of the kept
@@ -31,14 +33,13 @@ argue away, so it is not done.
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import numpy as np
 
 from minsep.framework.backend import RandomSource
-from minsep.schemes.losses import cpu_kernels
-from minsep.schemes.losses.blocks import effective_coefficients, sliding_dot, tail_norms
+from minsep.schemes.kernels import cpu_kernels
+from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
 
 #: Up to this many bands the host path correlates directly (O(n k), vectorised); above it by
 #: FFT. Measured crossover on one Zen 4 core (AVX-512): 64-128 bands at n = 1024 and n = 7200
@@ -112,68 +113,16 @@ def host_noise(
 
 
 def correlated_noise(
-    n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: RandomSource, xp: Any
+    n_samples: int,
+    n_steps: int,
+    coefficients: tuple[float, ...],
+    rng: RandomSource,
+    xp: Any,
+    *,
+    kernels: str,
 ) -> Any:
     """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))``: :func:`host_noise`
-    where the kernels apply, else the portable array code (same stream, same values)."""
-    from minsep.schemes.losses.jit import kernels_enabled
-
-    if kernels_enabled(xp):
+    under the ``"numba"`` kernel set, else the portable array code (same stream, same values)."""
+    if kernels == "numba":
         return host_noise(n_samples, n_steps, coefficients, rng)
     return sliding_dot(rng.standard_normal((n_samples, n_steps)), coefficients, xp)
-
-
-@functools.lru_cache(maxsize=64)
-def signal_table(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
-    """Cached :func:`~minsep.schemes.losses.cpu_kernels.signal_table` (read-only)."""
-    table = cpu_kernels.signal_table(np.asarray(coefficients, dtype=np.float64), n_steps)
-    table.setflags(write=False)
-    return table
-
-
-@functools.lru_cache(maxsize=64)
-def _norms(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
-    norms = tail_norms(coefficients, n_steps)
-    norms.setflags(write=False)
-    return norms
-
-
-def host_b_min_sep(
-    values: Any,
-    steps: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
-) -> np.ndarray:
-    """``ln P/Q`` per row from ``ln(p r_i) = value_scale * values_i + signal_i / sigma^2 + ln p
-    - ||c_i||^2 / (2 sigma^2)`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2
-    for dots ``<c_i, y>``); ``steps`` None means no signal (x = 0)."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    n_samples, n = values.shape
-    if steps is None:
-        steps_arr = np.empty((n_samples, 0), dtype=np.int32)
-    else:
-        steps_arr = np.ascontiguousarray(steps, dtype=np.int32)
-    inv_s2 = 1.0 / (sigma * sigma)
-    log_p = math.log(probability)
-    base = log_p - (0.5 * inv_s2) * _norms(coefficients, n)
-    out = np.empty(n_samples)
-    if n_samples:
-        cpu_kernels.b_min_sep_rows(
-            values,
-            steps_arr,
-            signal_table(coefficients, n),
-            base,
-            float(value_scale),
-            inv_s2,
-            log_p,
-            1.0 - probability,
-            probability,
-            int(min_sep),
-            bool(warm_start),
-            out,
-        )
-    return out

@@ -21,23 +21,24 @@ from typing import Any
 
 import numpy as np
 
-from minsep.schemes.losses.jit import kernels_enabled
-
 
 def log_or_neg_inf(value: float) -> float:
     """``ln value`` with ``ln 0 = -inf`` (scalars; avoids numpy's divide-by-zero warning)."""
     return math.log(value) if value > 0 else -math.inf
 
 
-def backward_log_recursion(log_go: Any, log_stay: float, min_sep: int, xp: Any) -> list[Any]:
+def backward_log_recursion(
+    log_go: Any, log_stay: float, min_sep: int, xp: Any, *, kernels: str
+) -> list[Any]:
     """Run the recursion over all n steps; return ``[g_0, ..., g_{b-1}]`` (per-sample vectors).
 
     ``log_go`` is ``(n_samples, n)``; ``log_stay`` a scalar (``-inf`` when p = 1, in which case
     the stay branch is dropped rather than evaluated). Entries ``g_j`` with ``j >= n`` are 0.
+    ``kernels``: the backend's kernel set (``"numba"`` runs the compiled recursion).
     """
     n_samples, n = int(log_go.shape[0]), int(log_go.shape[1])
-    if kernels_enabled(xp):  # the same recursion, compiled, one sample at a time
-        from minsep.schemes.losses.cpu_kernels import log_recursion_rows
+    if kernels == "numba":  # the same recursion, compiled, one sample at a time
+        from minsep.schemes.kernels.cpu_kernels import log_recursion_rows
 
         out = np.empty((n_samples, min_sep))
         log_recursion_rows(np.ascontiguousarray(log_go, dtype=np.float64), log_stay, min_sep, out)

@@ -7,7 +7,7 @@ Each thread walks its sample's n steps backwards and computes, in one pass,
 
 (docs/math.md §2-§3, the log domain: exact for every sigma, two transcendentals per step, which a
 GPU affords), the signal added from the participation steps through the cross-Gram table of
-:func:`~minsep.schemes.losses.cpu_kernels.signal_table` (at most two participations lie
+:func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (at most two participations lie
 within k of a step, since b >= k). The ring of the last b values of g lives in a global
 scratch array laid out ``(b, rows)``, and the noise correlations in a ``(n, S)`` layout
 (:func:`device_layout`), so that the threads of a warp touch consecutive addresses.
@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import fft as host_fft
 
-from minsep.schemes.losses.blocks import effective_coefficients
-from minsep.schemes.losses.jit import gpu_enabled
+from minsep.schemes.kernels.blocks import effective_coefficients
 
 #: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
 SOURCE = r"""
@@ -117,11 +116,6 @@ THREADS = 128
 RING_BYTES = 1 << 28
 
 
-def usable(xp: Any) -> bool:
-    """True for cupy arrays while the fused kernels are enabled (see :mod:`.jit`)."""
-    return gpu_enabled() and getattr(xp, "__name__", "") == "cupy"
-
-
 @functools.cache
 def _kernel() -> Any:  # pragma: no cover - needs a GPU
     import cupy
@@ -173,10 +167,10 @@ def device_b_min_sep(
     min_sep: int,
     warm_start: bool,
 ) -> Any:  # pragma: no cover - needs a GPU
-    """The cupy twin of :func:`~minsep.schemes.losses.fused.host_b_min_sep` (same arguments)."""
+    """The cupy twin of :func:`~minsep.schemes.kernels.fused.host_b_min_sep` (same arguments)."""
     import cupy as cp
 
-    from minsep.schemes.losses.fused import _norms, signal_table
+    from minsep.schemes.b_min_sep.fused import _norms, signal_table
 
     rows, n = int(values.shape[0]), int(values.shape[1])
     values = values if values.dtype == cp.float64 else values.astype(cp.float64)

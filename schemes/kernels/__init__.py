@@ -1,0 +1,13 @@
+"""Loss-model machinery shared by several scheme families (docs/math.md §2-§6).
+
+- :mod:`.transcript`: the sigma-free transcripts the models draw;
+- :mod:`.blocks`: banded dot products and tail norms of the strategy's first column;
+- :mod:`.recursion`: the log-sum-exp recursions over participation states;
+- :mod:`.sampling`: participation draws (chains, users, public counts);
+- :mod:`.fields`: attrs validators of the models' fields;
+- :mod:`.jit`: numba's ``njit`` wrapper, the kernel-set choice and its notes;
+- :mod:`.cpu_kernels` / :mod:`.fused`: the shared numba kernels and their drivers (correlated
+  noise, the log-domain recursion rows, the chain's participation steps).
+
+Family-specific code lives with its family (``minsep.schemes.<family>.loss``).
+"""

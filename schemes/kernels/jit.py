@@ -1,0 +1,103 @@
+"""numba's ``njit`` for the compiled host kernels, and the kernel hooks of the loss models.
+
+numba is a core dependency on the platforms it ships wheels for. Which kernel set runs is the
+backend's choice (:attr:`minsep.framework.backend.Backend.kernels`, made once when the backend
+is built): ``"numba"`` runs the fused host kernels (:mod:`.cpu_kernels`), ``"cuda"`` a CUDA
+kernel on cupy (for a model that has one), ``"array"`` the portable array code. All consume the
+random stream identically and agree to rounding (pinned by ``tests/unit/test_kernels*.py``).
+
+Under ``MINSEP_KERNELS=array`` numba is not even imported (the way to get past a broken numba
+install); :func:`njit` then returns the plain function, which no array backend calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+
+from minsep.framework.backend import (
+    INSTALL_COMMAND,
+    KERNEL_CHOICES,
+    KERNEL_SETS,
+    SlowKernelsWarning,
+    array_path_note,
+    numba_unavailable_reason,
+    requested_kernels,
+)
+
+if TYPE_CHECKING:
+    from minsep.framework.backend import Backend
+
+__all__ = [
+    "INSTALL_COMMAND",
+    "KERNEL_CHOICES",
+    "KERNEL_SETS",
+    "NUMBA_AVAILABLE",
+    "NUMBA_UNAVAILABLE_REASON",
+    "CompiledKernels",
+    "SlowKernelsWarning",
+    "array_path_note",
+    "njit",
+    "requested_kernels",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+requested_kernels()  # an invalid MINSEP_KERNELS fails when the kernels load
+
+#: Why numba is not in use on the host: None when it imported, else the reason.
+NUMBA_UNAVAILABLE_REASON: str | None = numba_unavailable_reason()
+#: True when numba imported.
+NUMBA_AVAILABLE = NUMBA_UNAVAILABLE_REASON is None
+
+_numba: Any = None
+if NUMBA_AVAILABLE:  # pragma: no branch - whichever environment runs the tests
+    import numba as _numba
+
+
+@overload
+def njit(function: F) -> F: ...
+
+
+@overload
+def njit(function: None = None, **options: Any) -> Callable[[F], F]: ...
+
+
+def njit(function: F | None = None, **options: Any) -> Any:
+    """``numba.njit(cache=True, nogil=True, error_model="numpy", **options)`` when numba is
+    present, else the function itself (never called then: no backend runs ``"numba"``).
+    Usable bare (``@njit``) or with options (``@njit(fastmath={"contract"})``)."""
+
+    def wrap(fn: F) -> F:
+        if _numba is None:  # pragma: no cover
+            return fn
+        settings = {"cache": True, "nogil": True, "error_model": "numpy", **options}
+        compiled: F = _numba.njit(**settings)(fn)
+        return compiled
+
+    return wrap if function is None else wrap(function)
+
+
+class CompiledKernels:
+    """Mixin of the loss models that run :mod:`.cpu_kernels` (and, with ``has_cuda_kernel``, a
+    CUDA kernel): implements the kernel hooks of
+    :class:`~minsep.framework.interfaces.PrivacyLossModel` from ``backend.kernels``."""
+
+    __slots__ = ()
+
+    #: True for a model with a fused CUDA kernel (used on cupy).
+    has_cuda_kernel: ClassVar[bool] = False
+
+    def kernel_set(self, backend: Backend) -> str:
+        """``backend.kernels``, except ``"array"`` for ``"cuda"`` on a model without one."""
+        if backend.kernels == "cuda" and not self.has_cuda_kernel:
+            return "array"
+        return backend.kernels
+
+    def kernel_notes(self, backend: Backend) -> tuple[str, ...]:
+        """A note with :func:`array_path_note` when host numpy runs the array code."""
+        import numpy as np
+
+        if backend.xp is np and self.kernel_set(backend) == "array":
+            return (array_path_note(),)
+        return ()
