@@ -43,6 +43,7 @@ from minsep.framework.montecarlo import (
     get_executor,
     locate_sigma,
 )
+from minsep.framework.montecarlo.bounds import check_feasible_delta
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
@@ -224,6 +225,7 @@ class MonteCarloAccountant(Accountant):
         failure ``failure_probability`` folded into ``delta`` (``inf`` when nothing verified).
         """
         v.check_range("MonteCarloAccountant.epsilon", "sigma", sigma, low=0.0, low_open=True)
+        check_feasible_delta("MonteCarloAccountant.epsilon", delta)
         model = self._model(scheme, strategy)
         seed = self._seed()
         cert = certify_epsilon(
@@ -295,6 +297,7 @@ class MonteCarloAccountant(Accountant):
         """
         start = time.perf_counter()
         v.check_range("MonteCarloAccountant.calibrate", "epsilon", epsilon, low=0.0)
+        check_feasible_delta("MonteCarloAccountant.calibrate", delta)
         model = self._model(scheme, strategy)
         seed = self._seed()
         config = self._config(model)
