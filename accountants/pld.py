@@ -27,7 +27,8 @@ import attrs
 from dp_accounting import NeighboringRelation
 from dp_accounting.pld import pld_privacy_accountant
 
-from minsep.framework.errors import CalibrationError, NotAccountableError
+from minsep.accountants.pld_cost import PLDCost, estimate_cost
+from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
@@ -49,6 +50,9 @@ NEIGHBOURING = NeighboringRelation.ADD_OR_REMOVE_ONE
 
 #: The probe noise multiplier used to ask a scheme whether it has an exact event.
 _PROBE_SIGMA = 1.0
+#: Where :meth:`PLDAccountant.sigma_floor` searches, and calibration's default search range.
+_FLOOR_RANGE = (1e-6, 1e6)
+_SIGMA_MIN, _SIGMA_MAX = 1e-4, 1e5
 
 
 def check_sigma(owner: str, sigma: float) -> None:
@@ -161,6 +165,10 @@ class PLDAccountant(Accountant):
             bounds that tighten as it shrinks (cost grows about linearly in 1/interval).
         sigma_rtol: calibration returns a sigma within a factor ``1 + sigma_rtol`` of the
             smallest sigma meeting the target, never below it.
+        max_memory_gib: budget for one PLD. Its cost grows like ``1/sigma^2``; a query whose
+            estimated cost (:mod:`minsep.accountants.pld_cost`, decided before building the
+            PLD) exceeds the budget is refused with the estimate and the smallest sigma within
+            budget (the sigma floor), which also bounds calibration's search.
     """
 
     value_discretization_interval: float = attrs.field(
@@ -168,6 +176,9 @@ class PLDAccountant(Accountant):
     )
     sigma_rtol: float = attrs.field(
         default=1e-3, validator=number(low=0.0, high=0.5, low_open=True)
+    )
+    max_memory_gib: float = attrs.field(
+        default=2.0, validator=number(low=0.0, high=1024.0, low_open=True)
     )
 
     @classmethod
@@ -181,6 +192,7 @@ class PLDAccountant(Accountant):
             ({"value_discretization_interval": math.nan}, "value_discretization_interval"),
             ({"sigma_rtol": -1e-3}, "sigma_rtol"),
             ({"sigma_rtol": 1.0}, "sigma_rtol"),
+            ({"max_memory_gib": 0.0}, "max_memory_gib"),
         ]
 
     # --- support -------------------------------------------------------------------------
@@ -198,10 +210,58 @@ class PLDAccountant(Accountant):
     # --- queries -------------------------------------------------------------------------
 
     def event(self, scheme: SamplingScheme, strategy: Strategy, sigma: float) -> dp_event.DpEvent:
-        """The scheme's exact dp_accounting event at noise multiplier ``sigma``."""
+        """The scheme's exact dp_accounting event at ``sigma`` (refused over the cost budget)."""
         self.require(scheme, strategy)
         check_sigma(type(self).__name__, sigma)
-        return scheme.dp_event(strategy, sigma)
+        event = scheme.dp_event(strategy, sigma)
+        cost = estimate_cost(event, self.value_discretization_interval)
+        if cost is not None and cost.bytes > self.max_memory_gib * 2**30:
+            floor = self.sigma_floor(scheme, strategy)
+            raise ConfigurationError(
+                f"{type(self).__name__}.sigma = {sigma!r} is invalid for scheme {scheme.name!r}: "
+                f"its PLD would take {cost.describe()} (grid step "
+                f"{self.value_discretization_interval:g}; the cost grows like 1/sigma^2), over "
+                f"max_memory_gib = {self.max_memory_gib:g}. The sigma floor within budget is "
+                f"about {floor:.4g}: use sigma >= {floor:.4g}, a coarser "
+                "value_discretization_interval, a larger max_memory_gib, or another accountant "
+                "('monte_carlo', or 'gaussian': unamplified)"
+            )
+        return event
+
+    def cost(self, scheme: SamplingScheme, strategy: Strategy, sigma: float) -> PLDCost | None:
+        """The estimated cost of the PLD at ``sigma`` (None when the event is not estimated)."""
+        self.require(scheme, strategy)
+        check_sigma(type(self).__name__, sigma)
+        return estimate_cost(scheme.dp_event(strategy, sigma), self.value_discretization_interval)
+
+    def sigma_floor(self, scheme: SamplingScheme, strategy: Strategy) -> float:
+        """The smallest sigma (to 0.1 %) whose estimated PLD cost fits ``max_memory_gib``.
+
+        Bisection on log sigma over the cheap cost estimate; no PLD is built. 0 when the
+        scheme's event is not estimated.
+        """
+        budget = self.max_memory_gib * 2**30
+
+        def fits(sigma: float) -> bool:
+            cost = estimate_cost(
+                scheme.dp_event(strategy, sigma), self.value_discretization_interval
+            )
+            return cost is None or cost.bytes <= budget
+
+        if estimate_cost(scheme.dp_event(strategy, _PROBE_SIGMA), 1.0) is None:
+            return 0.0
+        lo, hi = _FLOOR_RANGE
+        if fits(lo):
+            return lo
+        if not fits(hi):  # pragma: no cover - a PLD at sigma = 1e6 is a few points
+            return hi
+        while hi / lo > 1.001:
+            mid = math.sqrt(lo * hi)
+            if fits(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
 
     def epsilon(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float, delta: float
@@ -255,11 +315,25 @@ class PLDAccountant(Accountant):
         def epsilon_at(sigma: float) -> float:
             return self._epsilon(scheme.dp_event(strategy, sigma), delta)
 
-        sigma, achieved, examined = conservative_sigma(epsilon_at, epsilon, rtol=self.sigma_rtol)
+        floor = self.sigma_floor(scheme, strategy)
+        sigma, achieved, examined = conservative_sigma(
+            epsilon_at,
+            epsilon,
+            rtol=self.sigma_rtol,
+            sigma_min=max(floor, _SIGMA_MIN),
+            sigma_max=max(_SIGMA_MAX, 2.0 * floor),
+        )
+        notes: tuple[str, ...] = (f"exact epsilon at the returned sigma: {achieved!r}",)
+        if floor >= _SIGMA_MIN and sigma <= floor * 1.001:
+            notes += (
+                f"the PLD cost floor sigma = {floor:.4g} (max_memory_gib = "
+                f"{self.max_memory_gib:g}) was reached and meets the target: smaller sigmas "
+                "were not examined, so the returned sigma is sound but may not be the smallest",
+            )
         return CalibrationResult(
             **self.provenance(scheme, strategy, "exact"),
             seconds=time.perf_counter() - start,
-            notes=(f"exact epsilon at the returned sigma: {achieved!r}",),
+            notes=notes,
             sigma=sigma,
             epsilon=epsilon,
             delta=delta,
