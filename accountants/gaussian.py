@@ -6,14 +6,19 @@ Ignoring the randomness of sampling, every participation pattern a scheme can pr
 
     S = max_pi ||sum_{j in pi} C[:, j]||_2        (strategy.sensitivity),
 
-i.e. noise multiplier ``sigma / S`` at unit sensitivity. Its privacy profile is the analytic
+times ``k = scheme.max_step_contribution``, the most one participation moves one step's
+clipped sum under zero-out adjacency (k_u examples of one user for multi-attribution; 2x the
+base's under truncation, where a dropped example may take the freed slot), i.e. noise
+multiplier ``sigma / (k S)`` at unit sensitivity. Its privacy profile is the analytic
 Gaussian mechanism of Balle & Wang (2018, Thm. 8):
 
-    delta(eps) = Phi(1/(2s) - eps s) - e^eps Phi(-1/(2s) - eps s),    s = sigma / S,
+    delta(eps) = Phi(1/(2s) - eps s) - e^eps Phi(-1/(2s) - eps s),    s = sigma / (k S),
 
-exact for both neighbouring directions (the Gaussian pair is symmetric). Every scheme exposes
-``min_separation`` and ``max_participations``, so this accountant accounts every scheme: it is
-the universal (loose) fallback.
+exact for both neighbouring directions (the Gaussian pair is symmetric). It is evaluated in
+log space (:func:`log_gaussian_delta`) so that it never rounds a positive delta to 0, and
+calibration and epsilon queries verify their answers with that same function. Every scheme
+exposes ``min_separation``, ``max_participations`` and ``max_step_contribution``, so this
+accountant accounts every scheme: it is the universal (loose but sound) fallback.
 """
 
 from __future__ import annotations

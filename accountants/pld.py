@@ -48,6 +48,11 @@ __all__ = [
 #: Zero-out adjacency of docs/math.md §1 for Poisson-type events, both directions.
 NEIGHBOURING = NeighboringRelation.ADD_OR_REMOVE_ONE
 
+#: Default PLD grid step. At the demo's questions (n = 1024, p0 = 1/256, delta = 1e-3,
+#: epsilon ~ 2; DP-SGD and cyclic Poisson with 4-16 bands) it is within 0.005 % of the
+#: epsilon at a 1e-5 grid (1e-3 was within 0.016 %) for about 1.8x the time of 1e-3.
+DEFAULT_INTERVAL = 5e-4
+
 #: The probe noise multiplier used to ask a scheme whether it has an exact event.
 _PROBE_SIGMA = 1.0
 #: Where :meth:`PLDAccountant.sigma_floor` searches, and calibration's default search range.
@@ -163,6 +168,7 @@ class PLDAccountant(Accountant):
     Attributes:
         value_discretization_interval: PLD grid step of the privacy loss; results are upper
             bounds that tighten as it shrinks (cost grows about linearly in 1/interval).
+            Default :data:`DEFAULT_INTERVAL`.
         sigma_rtol: calibration returns a sigma within a factor ``1 + sigma_rtol`` of the
             smallest sigma meeting the target, never below it.
         max_memory_gib: budget for one PLD. Its cost grows like ``1/sigma^2``; a query whose
@@ -172,7 +178,7 @@ class PLDAccountant(Accountant):
     """
 
     value_discretization_interval: float = attrs.field(
-        default=1e-3, validator=number(low=0.0, high=0.1, low_open=True)
+        default=DEFAULT_INTERVAL, validator=number(low=0.0, high=0.1, low_open=True)
     )
     sigma_rtol: float = attrs.field(
         default=1e-3, validator=number(low=0.0, high=0.5, low_open=True)
