@@ -184,7 +184,7 @@ class PLDAccountant(Accountant):
         default=1e-3, validator=number(low=0.0, high=0.5, low_open=True)
     )
     max_memory_gib: float = attrs.field(
-        default=2.0, validator=number(low=0.0, high=1024.0, low_open=True)
+        default=1.0, validator=number(low=0.0, high=1024.0, low_open=True)
     )
 
     @classmethod

@@ -227,7 +227,7 @@ def add_pld_arguments(parser: argparse.ArgumentParser) -> None:
         "--pld-memory-gib",
         type=positive_float,
         metavar="GIB",
-        help="refuse a PLD whose estimated memory exceeds this (default 2)",
+        help="refuse a PLD whose estimated memory exceeds this (default 1)",
     )
 
 
