@@ -3,7 +3,11 @@
 For one question (scheme, strategy, sigma, delta) the accountants must be ordered (issue 13 §1):
 
 - unamplified ``gaussian`` epsilon >= exact ``pld`` epsilon (amplification can only help);
-- unamplified ``gaussian`` epsilon >= Monte Carlo *certified* epsilon;
+- unamplified ``gaussian`` epsilon >= the Monte Carlo estimate of the same epsilon. (Against the
+  *certified* Monte Carlo epsilon only where amplification beats the certificate's sampling
+  slack: both are upper bounds, and with weak amplification, e.g. balls-in-bins with T = 2 at
+  epsilon ~ 10, a 4000-sample certificate can lie above the unamplified bound without any error.
+  The regressions below check the certified bound where the issue measured it.);
 - exact ``pld`` epsilon <= Monte Carlo certified epsilon (the certificate is an upper bound with
   probability >= 1 - failure_probability; fixed seeds make the check deterministic);
 - every accountant's epsilon is non-increasing in sigma and in delta.
@@ -42,10 +46,11 @@ def _seed(*parts: object) -> int:
     return zlib.crc32("/".join(map(str, parts)).encode())
 
 
-def _perturbed(value: Any, name: str, rng: np.random.Generator, depth: int) -> Any:
-    """A random nearby value of the same kind (schemes nested in a field are redrawn)."""
+def _perturbed(value: Any, name: str, rng: np.random.Generator, depth: int, owner: str) -> Any:
+    """A random nearby value of the same kind (schemes nested in a field are redrawn, never
+    of the ``owner``'s own kind)."""
     if isinstance(value, SamplingScheme):
-        return random_scheme(rng, depth + 1, exclude=type(value).registry_name)
+        return random_scheme(rng, depth + 1, exclude=owner)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     if isinstance(value, int):
@@ -75,7 +80,7 @@ def draw_scheme(name: str, rng: np.random.Generator, depth: int = 0) -> Sampling
         return example if depth <= 1 else None
     for _ in range(30):
         changes = {
-            f.name: _perturbed(getattr(example, f.name), f.name, rng, depth)
+            f.name: _perturbed(getattr(example, f.name), f.name, rng, depth, name)
             for f in attrs.fields(type(example))
             if f.init
         }
@@ -151,9 +156,12 @@ def check_ordering(scheme_name: str, strategy_name: str, index: int) -> None:
         exact = _epsilon(PLD, scheme, strategy, sigma, DELTA)
         assert unamplified >= exact - PLD_SLACK, f"gaussian {unamplified} < pld {exact}: {where}"
     if _supported(MONTE_CARLO, scheme, strategy):
-        certified = _epsilon(MONTE_CARLO, scheme, strategy, sigma, DELTA)
-        if math.isfinite(certified):
-            assert unamplified >= certified, f"gaussian {unamplified} < MC {certified}: {where}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the conjectured scheme warns on every query
+            result = MONTE_CARLO.epsilon(scheme, strategy, sigma, DELTA)
+        certified, estimate = float(result.certified_epsilon), float(result.epsilon)
+        assert estimate <= certified
+        assert unamplified >= estimate, f"gaussian {unamplified} < MC estimate {estimate}: {where}"
     if exact is not None and certified is not None:
         assert exact <= certified + PLD_SLACK, f"pld {exact} > MC certified {certified}: {where}"
 
