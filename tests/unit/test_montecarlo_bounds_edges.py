@@ -57,3 +57,17 @@ def test_the_accountant_checks_delta_at_its_boundary() -> None:
             accountant.epsilon(scheme, strategy, 1.0, delta)
     with pytest.raises(ConfigurationError, match=r"MonteCarloAccountant\.calibrate\.delta"):
         accountant.calibrate(scheme, strategy, 1.0, 1e-18)
+
+
+def test_an_uncertifiable_calibration_points_to_sound_fallbacks() -> None:
+    # The fallback named must be sound: pld where it exists, else gaussian (loose but sound).
+    from minsep.framework.errors import CalibrationError
+
+    accountant = MonteCarloAccountant(
+        samples=4000, pilot_samples=2000, seed=5, chunk_size=4096, sigma_low=0.05, sigma_high=0.1
+    )
+    scheme = schemes.get("poisson")(n_steps=8, rate=0.5)
+    with pytest.raises(CalibrationError) as info:
+        accountant.calibrate(scheme, strategies.get("identity")(), 0.5, 1e-2)
+    message = str(info.value)
+    assert "'pld'" in message and "'gaussian'" in message and "sound" in message
