@@ -24,6 +24,7 @@ accountant accounts every scheme: it is the universal (loose but sound) fallback
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from typing import Any
@@ -238,7 +239,7 @@ def unit_noise_multiplier(epsilon: float, delta: float) -> float:
 
 
 def smallest_epsilon(noise_multiplier: float, delta: float) -> float:
-    """The smallest double ``eps >= 0`` with ``gaussian_delta(s, eps) <= delta``.
+    """The smallest double ``eps >= 0`` with ``gaussian_delta(s, eps) <= delta`` (inf if none).
 
     dp_accounting's root (within ``_TOL``) seeds a bracket that is then bisected down to
     adjacent doubles, so the answer is verified by the same function calibration verifies
@@ -251,13 +252,19 @@ def smallest_epsilon(noise_multiplier: float, delta: float) -> float:
 
     if ok(0.0):
         return 0.0
+    if not ok(sys.float_info.max):
+        return math.inf  # no finite epsilon holds: sigma is too small to give any guarantee
     try:
-        guess = float(dp_accounting.get_epsilon_gaussian(s, delta, tol=_TOL))
-    except (ValueError, ArithmeticError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            guess = float(dp_accounting.get_epsilon_gaussian(s, delta, tol=_TOL))
+    except (ValueError, ArithmeticError, RuntimeError):
         guess = 1.0
     if not math.isfinite(guess) or guess <= 0.0:
         guess = 1.0
-    hi = _nudged_up(guess + _TOL, ok)
+    hi = guess + max(guess, 1.0) * 1e-9
+    while not ok(hi):
+        hi = min(hi * 2.0, sys.float_info.max)
     lo = max(guess - max(guess, 1.0) * 1e-9, 0.0)
     while lo > 0.0 and ok(lo):
         lo = lo / 2.0 if lo > 1e-300 else 0.0

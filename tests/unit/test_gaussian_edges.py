@@ -105,3 +105,13 @@ def test_errors_are_minsep_errors() -> None:
         GaussianAccountant().calibrate(
             schemes.get("poisson")(n_steps=4, rate=0.1), strategies.get("identity")(), -1.0, 0.1
         )
+
+
+def test_epsilon_at_extreme_sigmas_is_a_clear_answer() -> None:
+    # Before: dp_accounting's root finder raised RuntimeError at sigma = 1e-300.
+    scheme = schemes.get("poisson")(n_steps=4, rate=0.1)
+    strategy = strategies.get("identity")()
+    assert GaussianAccountant().epsilon(scheme, strategy, 1e-300, 1e-5).epsilon == math.inf
+    huge = GaussianAccountant().epsilon(scheme, strategy, 1e-150, 1e-5).epsilon
+    assert math.isfinite(huge) and gaussian_delta(1e-150 / 2.0, huge) <= 1e-5
+    assert GaussianAccountant().epsilon(scheme, strategy, 1e16, 1e-5).epsilon == 0.0
