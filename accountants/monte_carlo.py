@@ -53,6 +53,7 @@ from minsep.framework.montecarlo import (
     locate_sigma,
     measure_rates,
 )
+from minsep.framework.montecarlo.bounds import check_feasible_delta
 from minsep.framework.montecarlo.checkpoint import writable_folder_problem
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
 from minsep.framework.montecarlo.planning import (
@@ -430,6 +431,7 @@ class MonteCarloAccountant(Accountant):
         """
         sigma, delta = question.sigma, question.delta
         model = self._model(question.scheme, question.strategy)
+        check_feasible_delta("MonteCarloAccountant.epsilon", delta)
         seed = self._seed()
         base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))  # m large enough?
         self._announce(model, "epsilon", float(sigma))
@@ -499,6 +501,7 @@ class MonteCarloAccountant(Accountant):
         """
         epsilon, delta = question.epsilon, question.delta
         model = self._model(question.scheme, question.strategy)
+        check_feasible_delta("MonteCarloAccountant.calibrate", delta)
         seed = self._seed()
         config = self._config(model)
         delta_b = base_delta(self.samples, delta)

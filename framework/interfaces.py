@@ -286,6 +286,20 @@ class SamplingScheme(ABC):
         sep = self.min_separation
         return -(-self.n_steps // sep)
 
+    @property
+    def max_step_contribution(self) -> float:
+        """The most one participation of the sensitive unit moves one step's clipped sum.
+
+        In units of the clip norm, under zero-out adjacency (docs/math.md §1): 1 when a unit is
+        one example. A scheme overrides it when one participation can move the sum further:
+        a user contributing up to k_u examples in one step (k_u), or a truncated batch where
+        removing the unit lets another, previously dropped example in (twice the base's
+        contribution, one gradient out and one in). Unamplified accounting multiplies the
+        strategy's sensitivity by it; the exact and Monte Carlo routes of such schemes build
+        the same contribution into their dominating pairs.
+        """
+        return 1.0
+
     @classmethod
     def from_rate(cls, n_steps: int, rate: float, **options: Any) -> SamplingScheme:
         """Build the scheme for ``n_steps`` at participation rate p0 = ``rate``.

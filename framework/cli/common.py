@@ -65,6 +65,8 @@ _ACCOUNTANT_OPTIONS = {
     "progress": "progress",
     "memory_budget": "memory_budget",
     "max_seconds": "max_seconds",
+    "pld_interval": "value_discretization_interval",
+    "pld_memory_gib": "max_memory_gib",
 }
 
 #: Exit status of an accounting command whose answer is not certified (e.g. certified epsilon
@@ -270,6 +272,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="show a progress bar (default: only on a terminal)",
     )
+    add_pld_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_scheme_arguments(parser)
 
@@ -374,6 +377,24 @@ def _literal(text: str) -> Any:
         return float(Fraction(text.strip()))
     except (ValueError, ZeroDivisionError):
         return text
+
+
+def add_pld_arguments(parser: argparse.ArgumentParser) -> None:
+    """The exact (PLD) accountant's options: its grid step and memory budget."""
+    pld = parser.add_argument_group("exact (PLD)")
+    pld.add_argument(
+        "--pld-interval",
+        type=positive_float,
+        metavar="STEP",
+        help="PLD value discretisation interval (default: the accountant's, 5e-4); coarser is "
+        "faster and looser, never optimistic",
+    )
+    pld.add_argument(
+        "--pld-memory-gib",
+        type=positive_float,
+        metavar="GIB",
+        help="refuse a PLD whose estimated memory exceeds this (default 1)",
+    )
 
 
 def scheme_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,7 +7,12 @@ import sys
 from typing import Any
 
 from minsep.framework.cli.command import Command
-from minsep.framework.cli.common import parse_rate, positive_float, positive_int
+from minsep.framework.cli.common import (
+    add_pld_arguments,
+    parse_rate,
+    positive_float,
+    positive_int,
+)
 from minsep.framework.compare import (
     DEFAULT_EPSILON,
     ComparisonRow,
@@ -86,6 +91,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     mc.add_argument("--seed", type=int, help="seed of the Monte Carlo sampling streams")
     mc.add_argument("--backend", help="array backend of the Monte Carlo accountant")
     mc.add_argument("--workers", type=positive_int, help="Monte Carlo worker processes")
+    add_pld_arguments(parser)
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
     out.add_argument("--csv", action="store_true", help="print CSV")
@@ -120,6 +126,12 @@ def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
         for key in ("samples", "seed", "backend", "workers")
         if getattr(args, key, None) is not None
     }
+    for flag, field in (
+        ("pld_interval", "value_discretization_interval"),
+        ("pld_memory_gib", "max_memory_gib"),
+    ):
+        if getattr(args, flag, None) is not None:
+            options[field] = getattr(args, flag)
     options["progress"] = False  # one bar: the table's
     epsilon = args.epsilon
     if epsilon is None and args.sigma is None:

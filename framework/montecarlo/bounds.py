@@ -23,6 +23,7 @@ function here errs on the conservative side: :func:`base_delta` returns a value 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from scipy import optimize, special
@@ -32,6 +33,7 @@ from minsep.framework.validation import check_range
 
 __all__ = [
     "base_delta",
+    "check_feasible_delta",
     "fact42_bound",
     "kl_bernoulli",
     "kl_upper_confidence",
@@ -41,6 +43,28 @@ __all__ = [
 ]
 
 _GRID = 257  # log-spaced tau grid before the local refinement
+#: The most verification samples :func:`min_samples` considers (2^62).
+MAX_SAMPLES = 2**62
+#: The smallest base delta the bounds evaluate (the smallest normal double; tau = 1/delta_b
+#: must stay finite).
+MIN_BASE_DELTA = sys.float_info.min
+
+
+def check_feasible_delta(owner: str, delta: float) -> None:
+    """Refuse a delta no feasible Monte Carlo run can certify, before any work.
+
+    Any verification certifying ``delta`` needs ``m >= ln(1/delta) / delta`` samples (with
+    ``q = tau delta_b <= delta``: ``KL(delta_b || q) <= -ln(1 - q)``, so the failure term is at
+    least ``(1 - q)^(m+1)``); below about delta = 8e-18 that exceeds 2^62.
+    """
+    check_range(owner, "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    need = math.log(1.0 / delta) / delta
+    if need > MAX_SAMPLES:
+        raise ConfigurationError(
+            f"{owner}.delta = {delta!r} is invalid: a Monte Carlo certificate of it needs at "
+            f"least ln(1/delta)/delta = {need:.3g} verification samples, more than 2^62 = "
+            f"{MAX_SAMPLES:.3g} (no feasible run); use a larger delta or an exact accountant"
+        )
 
 
 def kl_bernoulli(a: float, b: float) -> float:
@@ -64,14 +88,14 @@ def fact42_bound(m: int, tau: float, delta_b: float) -> float:
     """``exp(-m KL(delta_b || tau delta_b))``: bound on Pr[mean of m samples <= delta_b] when
     ``E[X] >= tau delta_b`` (Fact 4.2). Oracles in docs/math.md §7."""
     check_range("fact42_bound", "m", m, low=1, integer=True)
-    check_range("fact42_bound", "delta_b", delta_b, low=0.0, high=1.0, low_open=True)
+    check_range("fact42_bound", "delta_b", delta_b, low=MIN_BASE_DELTA, high=1.0)
     check_range("fact42_bound", "tau", tau, low=1.0, high=1.0 / delta_b)
     return math.exp(-m * kl_bernoulli(delta_b, min(tau * delta_b, 1.0)))
 
 
 def _objective(u: float, m: int, delta_b: float, candidates: int) -> float:
     """``tau delta_b + R e^{-m KL}(1 - tau delta_b)`` at ``tau = e^u``."""
-    q = min(math.exp(u) * delta_b, 1.0)
+    q = min(math.exp(u + math.log(delta_b)), 1.0)  # e^u alone overflows for delta_b < 5e-309
     kl = kl_bernoulli(delta_b, q)
     return q + min(candidates * math.exp(-m * kl), 1.0) * (1.0 - q)
 
@@ -108,7 +132,7 @@ def overall_delta(m: int, delta_b: float, *, candidates: int = 1) -> float:
     ``overall_delta(10**7, 1e-6) ~ 4.09237e-6``.
     """
     check_range("overall_delta", "m", m, low=1, integer=True)
-    check_range("overall_delta", "delta_b", delta_b, low=0.0, high=1.0, low_open=True)
+    check_range("overall_delta", "delta_b", delta_b, low=MIN_BASE_DELTA, high=1.0)
     check_range("overall_delta", "candidates", candidates, low=1, integer=True)
     return _best_tau(m, delta_b, candidates)[1]
 
@@ -121,7 +145,7 @@ def verification_failure(m: int, delta_b: float, *, candidates: int = 1) -> floa
     ``overall_delta``).
     """
     check_range("verification_failure", "m", m, low=1, integer=True)
-    check_range("verification_failure", "delta_b", delta_b, low=0.0, high=1.0, low_open=True)
+    check_range("verification_failure", "delta_b", delta_b, low=MIN_BASE_DELTA, high=1.0)
     tau, _ = _best_tau(m, delta_b, candidates)
     q = min(tau * delta_b, 1.0)
     return min(candidates * math.exp(-m * kl_bernoulli(delta_b, q)), 1.0)
@@ -133,8 +157,8 @@ def min_samples(delta_b: float, delta: float, *, candidates: int = 1) -> int:
     ``overall_delta`` is non-increasing in ``m`` (a larger ``m`` shrinks every term), so the
     answer is found by doubling then bisection on integers. ``delta_b < delta`` is necessary.
     """
-    check_range("min_samples", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_range("min_samples", "delta_b", delta_b, low=0.0, high=delta, low_open=True)
+    check_feasible_delta("min_samples", delta)
+    check_range("min_samples", "delta_b", delta_b, low=MIN_BASE_DELTA, high=delta)
     if delta_b >= delta:
         raise ConfigurationError(
             f"min_samples.delta_b = {delta_b!r} is invalid: must be < delta = {delta!r}"
@@ -142,8 +166,13 @@ def min_samples(delta_b: float, delta: float, *, candidates: int = 1) -> int:
     hi = 1
     while overall_delta(hi, delta_b, candidates=candidates) > delta:
         hi *= 2
-        if hi > 2**62:  # pragma: no cover - unreachable for delta_b < delta
-            raise ConfigurationError(f"min_samples: no m reaches delta = {delta!r}")
+        if hi > MAX_SAMPLES:
+            raise ConfigurationError(
+                f"min_samples.delta = {delta!r} is invalid: certifying it (at base delta "
+                f"{delta_b!r}) needs more than 2^62 = {MAX_SAMPLES:.3g} verification samples "
+                "(at least ln(1/delta)/delta), beyond any feasible Monte Carlo run: use a larger "
+                "delta, a base delta nearer delta, or an exact accountant"
+            )
     lo = hi // 2  # overall_delta(lo) > delta (or lo == 0)
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -163,11 +192,18 @@ def base_delta(m: int, delta: float, *, candidates: int = 1) -> float:
     naming ``m`` when even ``delta_b -> 0`` cannot reach ``delta`` (too few samples).
     """
     check_range("base_delta", "m", m, low=1, integer=True)
-    check_range("base_delta", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_feasible_delta("base_delta", delta)
     check_range("base_delta", "candidates", candidates, low=1, integer=True)
     lo = delta * 1e-9
     if overall_delta(m, lo, candidates=candidates) > delta:
-        need = min_samples(delta / 4.0, delta, candidates=candidates)
+        try:
+            need = min_samples(delta / 4.0, delta, candidates=candidates)
+        except ConfigurationError:
+            raise ConfigurationError(
+                f"base_delta.m = {m!r} is invalid: too few samples to certify delta = "
+                f"{delta!r}, and even 2^62 = {MAX_SAMPLES:.3g} samples would not (at delta_b = "
+                "delta/4): use a larger delta or an exact accountant"
+            ) from None
         raise ConfigurationError(
             f"base_delta.m = {m!r} is invalid: too few samples to certify delta = {delta!r}; "
             f"need m >= {need} (verification at delta_b = delta/4), and more for a tight bound"

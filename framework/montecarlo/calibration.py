@@ -42,6 +42,12 @@ from minsep.framework.montecarlo.sampling import (
 )
 from minsep.framework.validation import check_range
 
+#: Where to turn when nothing can be certified: accountants whose guarantee is exact.
+FALLBACK = (
+    "fall back to an accountant with an exact guarantee: 'pld' where the scheme has an exact "
+    "event, else 'gaussian' (unamplified: loose, but sound for every scheme)."
+)
+
 __all__ = [
     "SweepCalibration",
     "calibrate_sweep",
@@ -140,7 +146,7 @@ def calibrate_sweep(
             f"Algorithm 5: the most private sigma {values[0]:.6g} of the sweep fails "
             f"verification (delta_hat {deltas[0]:.3g} > base delta {delta_b:.3g} at epsilon "
             f"{epsilon:g}); no sigma is certified. Start the sweep higher, use more samples, "
-            "or fall back to an accountant with an exact guarantee (e.g. unamplified)."
+            f"or {FALLBACK}"
         )
     return SweepCalibration(
         sigma=values[index],
@@ -185,7 +191,7 @@ def locate_sigma(
     if first < 0:
         raise CalibrationError(
             f"pilot: even sigma = {high:g} has delta_hat > {target:.3g} at epsilon {epsilon:g}; "
-            "no sigma in range. Fall back to an accountant with an exact guarantee."
+            f"no sigma in range: raise sigma_high, or {FALLBACK}"
         )
     if first == len(coarse) - 1:
         return coarse[-1]

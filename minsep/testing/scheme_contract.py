@@ -31,6 +31,7 @@ class SchemeContract:
         assert scheme.n_steps >= 1
         assert scheme.min_separation >= 1
         assert scheme.max_participations >= 1
+        assert 1.0 <= scheme.max_step_contribution < float("inf")
         params = scheme.public_parameters()
         assert params["scheme"] == scheme.name
 

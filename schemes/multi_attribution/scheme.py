@@ -141,6 +141,11 @@ class MultiAttributionBase(SchemeBase):
     def min_separation(self) -> int:
         return self.min_sep
 
+    @property
+    def max_step_contribution(self) -> float:
+        """k_u: one user's participation carries up to ``max_user_examples`` examples."""
+        return float(self.max_user_examples)
+
     def prepare_population(self, population: Any) -> AttributionGraph:
         """The population must be an AttributionGraph obeying k_u (see :meth:`check_graph`)."""
         return self.check_graph(population)

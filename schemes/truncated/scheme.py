@@ -6,6 +6,16 @@ barred for b - 1 steps), because the wrapper drives the base through its ``sampl
 hook instead of post-processing finished batches. Padding every batch to exactly B_max slots,
 marked :data:`PADDING`, is a separate, privacy-neutral step. The accounting needs zero-out
 adjacency and the public dataset size |D|, which is why ``dataset_size`` is a parameter.
+
+Sensitivity under truncation (one decision for every accounting route): with zero-out adjacency
+(docs/math.md §1), removing the sensitive example from a truncating step frees a slot that
+another, previously dropped example may take, so one participation moves that step's clipped
+sum by up to 2 (one gradient out, another in), in units of the clip norm and times the base's
+own per-step contribution. Hence :attr:`Truncated.max_step_contribution` is twice the base's,
+and all three routes agree with it: the unamplified Gaussian accountant multiplies the
+strategy's sensitivity by it; dp_accounting's truncated subsampled Gaussian event compares the
+replace-one pair (noise sigma/2 at unit shift); and the Monte Carlo pair of paper App. D has
+per-step means ``2c`` (the example survives a truncating step) against ``-c``.
 """
 
 from __future__ import annotations
@@ -158,6 +168,11 @@ class Truncated(SamplingScheme):
     @property
     def max_participations(self) -> int:
         return self.base.max_participations
+
+    @property
+    def max_step_contribution(self) -> float:
+        """Twice the base's: one gradient out and a previously dropped one in (module doc)."""
+        return 2.0 * self.base.max_step_contribution
 
     @property
     def conjectured(self) -> bool:
