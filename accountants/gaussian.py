@@ -317,29 +317,14 @@ class GaussianAccountant(Accountant):
         q = question
         sens = self.sensitivity(q.scheme, q.strategy)
         s = q.sigma / sens
-        value = smallest_epsilon(s, q.delta)
-        return EpsilonResult(
-            **q.provenance("exact"),
-            notes=self._notes(q.scheme, sens),
-            epsilon=value,
-            certified_epsilon=value,
-            delta=q.delta,
-            sigma=q.sigma,
-        )
+        return q.bound_epsilon(smallest_epsilon(s, q.delta), notes=self._notes(q.scheme, sens))
 
     def _delta(self, question: Question) -> DeltaResult:
         """delta(epsilon) of the Gaussian mechanism with multiplier ``sigma / S``."""
         q = question
         sens = self.sensitivity(q.scheme, q.strategy)
         value = gaussian_delta(q.sigma / sens, q.epsilon)
-        return DeltaResult(
-            **q.provenance("exact"),
-            notes=self._notes(q.scheme, sens),
-            delta=value,
-            certified_delta=value,
-            epsilon=q.epsilon,
-            sigma=q.sigma,
-        )
+        return q.bound_delta(value, notes=self._notes(q.scheme, sens))
 
     def _calibrate(self, question: Question) -> CalibrationResult:
         """``sigma = S * sigma_1(epsilon, delta)``, nudged up until delta(epsilon) <= delta."""

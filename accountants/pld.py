@@ -277,28 +277,15 @@ class PLDAccountant(Accountant):
     def _epsilon(self, question: Question) -> EpsilonResult:
         """Exact epsilon(delta) at ``sigma`` (an upper bound to the PLD grid)."""
         q = question
-        value = self._epsilon_of(self._affordable_event(q.scheme, q.strategy, q.sigma), q.delta)
-        return EpsilonResult(
-            **q.provenance("exact"),
-            epsilon=value,
-            certified_epsilon=value,
-            delta=q.delta,
-            sigma=q.sigma,
-        )
+        event = self._affordable_event(q.scheme, q.strategy, q.sigma)
+        return q.bound_epsilon(self._epsilon_of(event, q.delta))
 
     def _delta(self, question: Question) -> DeltaResult:
         """Exact delta(epsilon) at ``sigma``, max over both directions (an upper bound)."""
         q = question
         accountant = self._new()
         accountant.compose(self._affordable_event(q.scheme, q.strategy, q.sigma))
-        value = min(max(float(accountant.get_delta(q.epsilon)), 0.0), 1.0)
-        return DeltaResult(
-            **q.provenance("exact"),
-            delta=value,
-            certified_delta=value,
-            epsilon=q.epsilon,
-            sigma=q.sigma,
-        )
+        return q.bound_delta(min(max(float(accountant.get_delta(q.epsilon)), 0.0), 1.0))
 
     def _calibrate(self, question: Question) -> CalibrationResult:
         """The smallest sigma (within ``sigma_rtol``) whose exact epsilon(delta) <= ``epsilon``.

@@ -277,14 +277,7 @@ class RdpAccountant(Accountant):
         q = question
         bound = self.renyi(q.scheme, q.strategy, q.sigma)
         value, notes = self._epsilon_of(bound, q.delta)
-        return EpsilonResult(
-            **q.provenance("rdp"),
-            notes=notes,
-            epsilon=value,
-            certified_epsilon=value,
-            delta=q.delta,
-            sigma=q.sigma,
-        )
+        return q.bound_epsilon(value, "rdp", notes)
 
     def _delta(self, question: Question) -> DeltaResult:
         """delta(epsilon) at ``sigma``: the larger of the two directions' bounds."""
@@ -294,17 +287,11 @@ class RdpAccountant(Accountant):
         remove, order = bound.remove_delta(epsilon)
         add = bound.add_delta(epsilon)
         value = max(remove, add)
-        return DeltaResult(
-            **q.provenance("rdp"),
-            notes=(
-                *self._notes(bound),
-                f"remove-direction delta {remove!r} (order {order}), add-direction {add!r}",
-            ),
-            delta=value,
-            certified_delta=value,
-            epsilon=epsilon,
-            sigma=sigma,
+        notes = (
+            *self._notes(bound),
+            f"remove-direction delta {remove!r} (order {order}), add-direction {add!r}",
         )
+        return q.bound_delta(value, "rdp", notes)
 
     def _calibrate(self, question: Question) -> CalibrationResult:
         """The smallest sigma (within ``sigma_rtol``) whose RDP epsilon(delta) <= ``epsilon``.

@@ -433,6 +433,37 @@ class Question:
         """The fields every result of this question shares (who answered, how, about what)."""
         return self.accountant.provenance(self.scheme, self.strategy, method)
 
+    def bound_epsilon(
+        self, value: float, method: str = "exact", notes: Sequence[str] = ()
+    ) -> EpsilonResult:
+        """The answer of a deterministic route (exact, or a proven bound such as RDP): its
+        epsilon is its own certificate, with no failure probability."""
+        from minsep.framework.results import EpsilonResult
+
+        return EpsilonResult(
+            **self.provenance(method),
+            notes=tuple(notes),
+            epsilon=value,
+            certified_epsilon=value,
+            delta=self.delta,
+            sigma=self.sigma,
+        )
+
+    def bound_delta(
+        self, value: float, method: str = "exact", notes: Sequence[str] = ()
+    ) -> DeltaResult:
+        """:meth:`bound_epsilon` for a delta question."""
+        from minsep.framework.results import DeltaResult
+
+        return DeltaResult(
+            **self.provenance(method),
+            notes=tuple(notes),
+            delta=value,
+            certified_delta=value,
+            epsilon=self.epsilon,
+            sigma=self.sigma,
+        )
+
     def timed(self, answer: Callable[[Question], R]) -> R:
         """``answer(self)`` with ``seconds`` set to the wall time it took."""
         start = time.perf_counter()

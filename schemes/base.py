@@ -159,11 +159,14 @@ class SchemeBase(SamplingScheme):
         raise NotAccountableError(f"scheme {self.name!r} has no exact PLD event under truncation")
 
 
-def check_options(cls: type[SamplingScheme], options: dict[str, Any]) -> None:
-    """Raise ConfigurationError for options that are not among ``cls.parameters()`` and for
+def check_options(
+    cls: type[SamplingScheme], options: dict[str, Any], passed_on: tuple[str, ...] = ()
+) -> None:
+    """Raise ConfigurationError for options that are not among ``cls.parameters()`` (or the
+    ``passed_on`` options the scheme hands to another, e.g. a truncated scheme's base) and for
     required parameters that are missing, naming them and listing the scheme's parameters."""
     declared = cls.parameters()
-    allowed = [p.name for p in declared]
+    allowed = [p.name for p in declared] + list(passed_on)
     name = getattr(cls, "registry_name", cls.__name__)
     unknown = sorted(set(options) - set(allowed))
     if unknown:

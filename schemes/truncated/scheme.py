@@ -32,7 +32,7 @@ from minsep.framework.parameters import Parameter, attribute_docs
 from minsep.framework.registries import schemes
 from minsep.framework.validation import positive_int
 from minsep.schemes._sampling import uniform_positions
-from minsep.schemes.base import check_generator
+from minsep.schemes.base import check_generator, check_options
 from minsep.schemes.base import dataset_size as size_of
 
 if TYPE_CHECKING:
@@ -105,28 +105,15 @@ class Truncated(SamplingScheme):
                 f"truncated.from_rate option base = {base!r} is invalid: must be the registered "
                 "name of a scheme, e.g. 'b_min_sep'"
             )
-        own = [p for p in cls.parameters() if p.name != "base"]
-        allowed = {p.name for p in own} | {p.name for p in schemes.get(base).parameters()}
-        unknown = sorted(set(options) - allowed)
-        if unknown:
-            raise ConfigurationError(
-                f"truncated.from_rate option(s) {', '.join(map(repr, unknown))} are invalid: "
-                f"must be among {sorted(allowed | {'base'})} (with base {base!r})",
-                parameter=unknown[0],
-            )
-        missing = [p for p in own if p.required and p.name not in options]
-        if missing:
-            raise ConfigurationError(
-                f"truncated.{missing[0].name} = <missing> is invalid: must be given "
-                "(truncated.from_rate needs the option(s) "
-                f"{', '.join(repr(p.name) for p in missing)}; command line: "
-                f"{', '.join(p.flag for p in missing)})",
-                parameter=missing[0].name,
-            )
+        inner = tuple(p.name for p in schemes.get(base).parameters())
+        check_options(cls, {**options, "base": base}, passed_on=inner)
         max_batch_size = options.pop("max_batch_size")
         dataset_size = options.pop("dataset_size")
-        inner = schemes.get(base).from_rate(n_steps, rate, **options)
-        return cls(base=inner, max_batch_size=max_batch_size, dataset_size=dataset_size)
+        return cls(
+            base=schemes.get(base).from_rate(n_steps, rate, **options),
+            max_batch_size=max_batch_size,
+            dataset_size=dataset_size,
+        )
 
     @classmethod
     def example(cls) -> Truncated:
