@@ -255,7 +255,16 @@ def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) ->
     """The rows to evaluate, in table order; infeasible combinations are skipped with a note."""
     cache: dict[int, Strategy] = {}
     out: list[_Plan] = []
-    for proposal in _proposals(setup):
+    proposals = _proposals(setup)
+    for name in setup.families or ():
+        if name in schemes and not any(p.family == name for p in proposals):
+            required = [p.flag for p in schemes.get(name).parameters() if p.required]
+            warn(
+                f"compare: scheme {name!r} proposes no rows at this setup: it needs options "
+                f"without defaults ({', '.join(required) or 'none'}); its class can propose "
+                "rows through compare_variants (docs/adding-a-scheme.md)"
+            )
+    for proposal in proposals:
         if setup.families is not None and proposal.family not in setup.families:
             continue
         variant, label = proposal.variant, proposal.label()

@@ -335,3 +335,10 @@ def test_registered_families_in_table_order() -> None:
     families = available_families(ComparisonSetup(epsilon=2.0))
     assert families == ("poisson", "cyclic_poisson", "balls_in_bins", "b_min_sep", "unamplified")
     assert math.isclose(ComparisonSetup(epsilon=2.0).epoch_length, 256.0)
+
+
+def test_a_scheme_without_rows_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    setup = tiny(families=("multi_attribution",))
+    assert compare(setup) == []
+    err = capsys.readouterr().err
+    assert "'multi_attribution' proposes no rows" in err and "--max-user-examples" in err
