@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.errors import InfeasibleError, NotAccountableError
-from minsep.framework.interfaces import Strategy
+from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.registries import schemes
 from minsep.framework.validation import one_of, positive_int, probability
 from minsep.schemes import _accounting as acc
@@ -130,6 +130,29 @@ class CyclicPoisson(SchemeBase):
             events.PoissonSampledDpEvent(self.group_rate, events.GaussianDpEvent(sigma)),
             self.compositions,
         )
+
+    def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
+        """Random-phase Monte Carlo loss (docs/math.md §4.1), for ``partition = "random"`` only.
+
+        There every example's group is uniform and independent of the others, so the sensitive
+        example's phase is uniform whatever the other examples reveal. Under ``"equal"`` the
+        groups are dependent and only the fixed-partition bound (``dp_event``) is valid.
+        """
+        self._require_bands(strategy)
+        if self.partition != "random":
+            raise NotAccountableError(
+                f"scheme {self.name!r} with partition = {self.partition!r} has no random-phase "
+                "loss model: the groups of an equal split are dependent, so another example's "
+                "group can reveal the sensitive example's phase; use partition = 'random', or "
+                "the fixed-partition PLD"
+            )
+        model: PrivacyLossModel = acc.losses().RandomPhaseCyclicLossModel(
+            coefficients=acc.coefficients(strategy),
+            n_steps=self.n_steps,
+            groups=self.min_sep,
+            group_rate=self.group_rate,
+        )
+        return model
 
     def truncated_dp_event(
         self, strategy: Strategy, sigma: float, dataset_size: int, max_batch_size: int

@@ -8,6 +8,7 @@ sigma-free transcripts and maps them to ``ln P/Q`` (docs/math.md §2-§6):
 - :class:`MultiAttributionLossModel`: Algorithm 3 (§5), cold start.
 - :class:`ConjecturedMultiAttributionLossModel`: Algorithm 4, accounted by a conjecture.
 - :class:`TruncatedBMinSepLossModel`: truncated b-min-sep with public counts (§6).
+- :class:`RandomPhaseCyclicLossModel`: cyclic Poisson with a uniform random phase (§4.1).
 
 Evaluation paths (same random stream, same values up to rounding; see :mod:`.jit`): fused
 numba kernels on host numpy (:mod:`.cpu_kernels`, driven by :mod:`.fused`), a fused CUDA
@@ -21,6 +22,7 @@ from minsep.schemes.losses.multi_attribution import (
     ConjecturedMultiAttributionLossModel,
     MultiAttributionLossModel,
 )
+from minsep.schemes.losses.random_phase import RandomPhaseCyclicLossModel
 from minsep.schemes.losses.transcript import BinsTranscript, BlockTranscript, TruncatedTranscript
 from minsep.schemes.losses.truncated import TruncatedBMinSepLossModel
 
@@ -31,6 +33,7 @@ __all__ = [
     "BlockTranscript",
     "ConjecturedMultiAttributionLossModel",
     "MultiAttributionLossModel",
+    "RandomPhaseCyclicLossModel",
     "TruncatedBMinSepLossModel",
     "TruncatedTranscript",
 ]
