@@ -195,7 +195,10 @@ def plot(path: Path, settings: LimitSettings, rows: Sequence[dict[str, Any]]) ->
                 [r["epsilon_upper"] for r in mine],
                 alpha=0.25,
             )
-        left.set_xscale("log")
+        for axis in (left, right):
+            axis.set_xscale("log")
+            axis.set_xticks(list(settings.sigmas), [f"{x:g}" for x in settings.sigmas])
+            axis.minorticks_off()
         left.set_yscale("log")
         left.set_xlabel("noise multiplier σ")
         left.set_ylabel(f"ε at δ = {settings.delta:g} (certified bracket)")
@@ -204,7 +207,6 @@ def plot(path: Path, settings: LimitSettings, rows: Sequence[dict[str, Any]]) ->
         ratio = [by[(s, schemes[0])] / by[(s, schemes[1])] for s in settings.sigmas]
         right.plot(settings.sigmas, ratio, marker="o")
         right.axhline(1.0, color="0.4", linestyle="--")
-        right.set_xscale("log")
         right.set_xlabel("noise multiplier σ")
         right.set_ylabel("ε ratio b-min-sep / cyclic (random phase)")
         figure.suptitle(
