@@ -15,6 +15,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 
 from minsep.framework.cli.main import build_parser, commands
+from minsep.framework.compare import ComparisonRow
 from minsep.framework.errors import ConfigurationError
 from minsep.paper import mse_comparison, multi_attribution, production
 from minsep.paper.common import OUTPUT_DIR, fmt, markdown_table, read_csv, write_csv
@@ -140,9 +141,12 @@ def test_mse_comparison_micro_run(tmp_path: Path) -> None:
     bms = [r for r in rows if r["family"] == "b_min_sep"]
     assert sorted(int(r["min_sep"]) for r in bms) == [2, 4, 8]
     (ratio,) = read_csv(written["ratios"])
-    # b = |D|/B is balls-in-bins, so the best b-min-sep is at most balls-in-bins up to the
-    # Monte Carlo sweep resolution (1 % in sigma, independent draws).
-    assert float(ratio["ratio_vs_balls_in_bins"]) <= 1.05
+    # balls-in-bins is accounted as b-min-sep at b = |D|/B (same model, same draws), so the
+    # best b-min-sep is never worse: exactly, not up to Monte Carlo noise.
+    assert float(ratio["ratio_vs_balls_in_bins"]) <= 1.0
+    best = {r["family"]: r for r in read_csv(written["best"])}
+    twin = next(r for r in bms if int(r["min_sep"]) == 8)
+    assert best["balls_in_bins"]["sigma"] == twin["sigma"]
     assert float(ratio["ratio_vs_cyclic_poisson"]) > 0
     # Reproducible: a rerun writes the same CSVs.
     again = mse_comparison.run_experiment(
@@ -150,6 +154,35 @@ def test_mse_comparison_micro_run(tmp_path: Path) -> None:
     )
     for key in ("rows", "best", "ratios"):
         assert written[key].read_bytes() == again[key].read_bytes()
+
+
+def test_balls_in_bins_rows_are_replaced_by_their_b_min_sep_twin() -> None:
+    def row(family: str, bands: int, b: int, mse: float) -> ComparisonRow:
+        return ComparisonRow(
+            family=family,
+            label=family,
+            scheme=family,
+            bands=bands,
+            min_sep=b,
+            accountant="monte_carlo",
+            method="monte_carlo",
+            delta=1e-3,
+            sigma=1.0,
+            epsilon=1.0,
+            mse=mse,
+        )
+
+    records = [
+        mse_comparison.Record(1.0, 8, row("balls_in_bins", 2, 8, 9.0)),
+        mse_comparison.Record(1.0, 8, row("b_min_sep", 2, 4, 11.0)),
+        mse_comparison.Record(1.0, 8, row("b_min_sep", 2, 8, 10.0)),
+        mse_comparison.Record(1.0, 8, row("balls_in_bins", 16, 8, 7.0)),  # bands > |D|/B
+    ]
+    fair = mse_comparison.balls_in_bins_as_b_min_sep(records)
+    assert [r.row.mse for r in fair] == [10.0, 11.0, 10.0, 7.0]
+    assert fair[0].row.family == "balls_in_bins"
+    assert fair[0].row.note == mse_comparison.AS_B_MIN_SEP
+    assert fair[3].row.note == ""
 
 
 # --- §7.4 --------------------------------------------------------------------------------------
@@ -190,6 +223,17 @@ def test_production_micro_run(tmp_path: Path) -> None:
     for scheme in {r["scheme"] for r in mc}:
         by_sigma = {float(r["sigma"]): float(r["epsilon_hat"]) for r in mc if r["scheme"] == scheme}
         assert by_sigma[0.9] > by_sigma[1.2]  # less noise, more privacy loss
+    assumptions = read_csv(written["assumptions"])
+    assert len(assumptions) == 8
+    sigma = {
+        (r["configuration"], r["batch_for_rate"], r["accountant"]): float(r["sigma"])
+        for r in assumptions
+    }
+    for (config, batch, route), value in sigma.items():
+        if route == "rdp":  # RDP is never tighter than the exact PLD of the same event
+            assert value >= sigma[(config, batch, "pld")]
+        if batch == "padded B_max":  # a larger rate needs more noise
+            assert value > sigma[(config, "expected B", route)]
 
 
 # --- §7.3 --------------------------------------------------------------------------------------
@@ -263,7 +307,7 @@ def test_readme_links_resolve() -> None:
 
 QUICK_CSVS = {
     "mse_comparison": ("rows", "best", "ratios"),
-    "production": ("pld", "monte_carlo", "samples"),
+    "production": ("pld", "monte_carlo", "samples", "assumptions"),
     "multi_attribution": ("graph", "rows", "best"),
 }
 

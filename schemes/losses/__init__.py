@@ -9,10 +9,12 @@ old names for plugins and scripts. Importing it imports every built-in loss mode
 - :class:`MultiAttributionLossModel`: Algorithm 3 (§5), cold start.
 - :class:`ConjecturedMultiAttributionLossModel`: Algorithm 4, accounted by a conjecture.
 - :class:`TruncatedBMinSepLossModel`: truncated b-min-sep with public counts (§6).
+- :class:`RandomPhaseCyclicLossModel`: cyclic Poisson with a uniform random phase (§4.1).
 """
 
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 from minsep.schemes.balls_in_bins.loss import BallsInBinsLossModel
+from minsep.schemes.cyclic_poisson.loss import RandomPhaseCyclicLossModel
 from minsep.schemes.kernels.transcript import BinsTranscript, BlockTranscript, TruncatedTranscript
 from minsep.schemes.multi_attribution.loss import (
     ConjecturedMultiAttributionLossModel,
@@ -27,6 +29,7 @@ __all__ = [
     "BlockTranscript",
     "ConjecturedMultiAttributionLossModel",
     "MultiAttributionLossModel",
+    "RandomPhaseCyclicLossModel",
     "TruncatedBMinSepLossModel",
     "TruncatedTranscript",
 ]

@@ -333,7 +333,14 @@ def test_command_refuses_epsilon_with_sigma() -> None:
 
 def test_registered_families_in_table_order() -> None:
     families = available_families(ComparisonSetup(epsilon=2.0))
-    assert families == ("poisson", "cyclic_poisson", "balls_in_bins", "b_min_sep", "unamplified")
+    assert families == (
+        "poisson",
+        "cyclic_poisson",
+        "cyclic_poisson_random_phase",
+        "balls_in_bins",
+        "b_min_sep",
+        "unamplified",
+    )
     assert math.isclose(ComparisonSetup(epsilon=2.0).epoch_length, 256.0)
 
 

@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.errors import InfeasibleError, NotAccountableError
-from minsep.framework.interfaces import Strategy
+from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import schemes
 from minsep.framework.validation import one_of, positive_int, probability
@@ -58,8 +58,24 @@ class CyclicPoisson(SchemeBase):
 
     @classmethod
     def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
-        """b = k groups for k bands (one band is Poisson itself: the DP-SGD row)."""
-        return [CompareVariant(bands=k, options={"min_sep": k}) for k in context.bands if k > 1]
+        """b = k groups for k bands (one band is Poisson itself: the DP-SGD row), accounted by
+        the exact fixed-partition PLD; then the same with a uniformly random phase (independent
+        groups, ``partition = "random"``) accounted by Monte Carlo, the fair baseline of
+        paper §3 / §4.1 (docs/math.md §4.1)."""
+        grid = [k for k in context.bands if k > 1]
+        fixed = [CompareVariant(bands=k, options={"min_sep": k}) for k in grid]
+        random_phase = [
+            CompareVariant(
+                bands=k,
+                options={"min_sep": k, "partition": "random"},
+                label="cyclic Poisson, random phase",
+                family="cyclic_poisson_random_phase",
+                accountant="monte_carlo",
+                rank=15,
+            )
+            for k in grid
+        ]
+        return fixed + random_phase
 
     def __attrs_post_init__(self) -> None:
         if self.rate * self.min_sep > 1.0 + _RATE_SLACK:
@@ -138,6 +154,30 @@ class CyclicPoisson(SchemeBase):
         return events.SelfComposedDpEvent(
             events.PoissonSampledDpEvent(self.group_rate, events.GaussianDpEvent(sigma)),
             self.compositions,
+        )
+
+    def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
+        """Random-phase Monte Carlo loss (docs/math.md §4.1), for ``partition = "random"`` only.
+
+        There every example's group is uniform and independent of the others, so the sensitive
+        example's phase is uniform whatever the other examples reveal. Under ``"equal"`` the
+        groups are dependent and only the fixed-partition bound (``dp_event``) is valid.
+        """
+        self._require_bands(strategy)
+        if self.partition != "random":
+            raise NotAccountableError(
+                f"scheme {self.name!r} with partition = {self.partition!r} has no random-phase "
+                "loss model: the groups of an equal split are dependent, so another example's "
+                "group can reveal the sensitive example's phase; use partition = 'random', or "
+                "the fixed-partition PLD"
+            )
+        from minsep.schemes.cyclic_poisson.loss import RandomPhaseCyclicLossModel
+
+        return RandomPhaseCyclicLossModel(
+            coefficients=acc.coefficients(strategy),
+            n_steps=self.n_steps,
+            groups=self.min_sep,
+            group_rate=self.group_rate,
         )
 
     def truncated_dp_event(

@@ -1,0 +1,113 @@
+"""Monte Carlo privacy loss of cyclic Poisson with a uniformly random phase (docs/math.md §4.1).
+
+The sensitive example belongs to a uniform group g of b, independently of every other example,
+and is Poisson(q)-sampled at the steps i with i mod b = g. With bands <= b its blocks are
+disjoint, so given g the ratio is a product of one-block mixtures, and mixing over the phase,
+
+    ln P/Q (y) = logsumexp_g [ sum_{i mod b = g} ln(1 - q + q r_i(y)) ] - ln b,
+    r_i(y) = exp((<c_i, y> - ||c_i||^2 / 2) / sigma^2).
+
+Phases with no step (b > n) contribute exp(0). b = 1 is Poisson sampling at rate q.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+from minsep.framework import validation as v
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.schemes.balls_in_bins.loss import balls_in_bins_log_ratio, fold_bins
+from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import as_coefficients, check_bands_fit, coefficients_validator
+from minsep.schemes.kernels.fused import correlated_noise
+from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.transcript import BlockTranscript
+
+
+def random_phase_log_ratio(
+    dots: Any, norms: Any, sigma: float, group_rate: float, groups: int, xp: Any
+) -> Any:
+    """``ln P/Q`` per sample from ``dots[:, i] = <c_i, y>`` and ``norms[i] = ||c_i||^2``."""
+    log_block = (dots - 0.5 * norms) / sigma**2
+    if group_rate >= 1.0:
+        per_step = log_block
+    else:
+        per_step = xp.logaddexp(
+            xp.full_like(log_block, math.log1p(-group_rate)), math.log(group_rate) + log_block
+        )
+    phases = fold_bins(per_step, groups, xp)
+    n_phases = int(phases.shape[1])
+    zero = xp.zeros((n_phases,), dtype=xp.float64)
+    return balls_in_bins_log_ratio(phases, zero, 1.0, groups, groups - n_phases, xp)
+
+
+@attrs.frozen
+class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
+    """Dominating pair of cyclic Poisson with an independent uniform group per example.
+
+    Attributes:
+        coefficients: c_0..c_{k-1} of C (non-negative), k <= ``groups``.
+        n_steps: number of steps n.
+        groups: b, the number of groups (step i samples group ``i mod b``).
+        group_rate: q = b·p0, the sampling probability within the active group.
+
+    Transcript: :class:`BlockTranscript` with the dense signal ``<c_i, C x>`` under REMOVE and
+    the noise ``<c_i, z>`` (``8 n`` bytes per sample each); sigma-free. The noise runs on the
+    backend's kernel set; the log-sum-exp over phases is portable array code.
+    """
+
+    coefficients: tuple[float, ...] = attrs.field(
+        converter=as_coefficients, validator=coefficients_validator
+    )
+    n_steps: int = attrs.field(validator=v.positive_int())
+    groups: int = attrs.field(validator=v.positive_int())
+    group_rate: float = attrs.field(validator=v.probability())
+
+    def __attrs_post_init__(self) -> None:
+        check_bands_fit(self, self.coefficients, self.groups)
+
+    def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        """Patterns x: a uniform phase g, then Bernoulli(q) at the steps ``i mod b = g``
+        (bool ``(n_samples, n)``)."""
+        xp = backend.xp
+        u = rng.random((n_samples,))
+        phase = xp.minimum(xp.astype(xp.floor(u * self.groups), xp.int64), self.groups - 1)
+        coins = rng.random((n_samples, self.n_steps)) < self.group_rate
+        step_phase = xp.arange(self.n_steps, dtype=xp.int64) % self.groups
+        on_phase = xp.expand_dims(step_phase, axis=0) == xp.expand_dims(phase, axis=1)
+        return xp.logical_and(on_phase, coins)
+
+    def draw(
+        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
+    ) -> BlockTranscript:
+        """Under REMOVE draw x (phase and coins), then z; under ADD only z (x = 0)."""
+        xp = backend.xp
+        signal = None
+        if direction is Direction.REMOVE:
+            pattern = xp.astype(self.participation(n_samples, rng, backend), xp.float64)
+            signal = signal_dots(pattern, self.coefficients, xp)
+        noise = correlated_noise(
+            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
+        )
+        return BlockTranscript(
+            direction=direction, xp=xp, noise=noise, signal=signal, kernels=backend.kernels
+        )
+
+    def log_ratio(self, transcript: Any, sigma: float) -> Any:
+        """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
+        dots = sigma * transcript.noise
+        if transcript.signal is not None:
+            dots = transcript.signal + dots
+        return self._from_dots(dots, sigma, transcript.xp)
+
+    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any) -> Any:
+        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``)."""
+        return self._from_dots(sliding_dot(outputs, self.coefficients, xp), sigma, xp)
+
+    def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
+        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
+        return random_phase_log_ratio(dots, norms, sigma, self.group_rate, self.groups, xp)
