@@ -77,7 +77,7 @@ def check_range(
         raise problem
     if integer and not isinstance(value, int):
         raise problem
-    if math.isnan(value) or (math.isinf(value) and not infinite):
+    if isinstance(value, float) and (math.isnan(value) or (math.isinf(value) and not infinite)):
         raise problem
     bad_low = low is not None and (value <= low if low_open else value < low)
     bad_high = high is not None and (value >= high if high_open else value > high)
