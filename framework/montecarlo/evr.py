@@ -52,6 +52,7 @@ from minsep.framework.montecarlo.sampling import (
     PILOT_STREAM,
     VERIFY_STREAM,
     EngineConfig,
+    engine_config,
     sample,
 )
 from minsep.framework.validation import check_range
@@ -229,7 +230,7 @@ def certify_epsilon(
         raise ConfigurationError(
             f"certify_epsilon.ladder = {tuple(ladder)!r} is invalid: must be fractions in (0, 1]"
         )
-    config = config or EngineConfig()
+    config = engine_config(config, "certify_epsilon")
     fractions = sorted((float(k) for k in ladder), reverse=True)
     count = len(fractions)
     delta_b = base_delta(samples, delta, candidates=count)
@@ -352,7 +353,7 @@ def certify_delta(
         raise ConfigurationError(
             f"certify_delta.factors = {tuple(factors)!r} is invalid: must be finite and >= 1"
         )
-    config = config or EngineConfig()
+    config = engine_config(config, "certify_delta")
     eps = float(epsilon)
     pilot = sample(
         model,
@@ -447,7 +448,7 @@ def certified_curve(
             f"certified_curve.epsilons = {grid!r} is invalid: must be distinct finite values "
             ">= 0 in increasing order"
         )
-    config = config or EngineConfig()
+    config = engine_config(config, "certified_curve")
     tally = sample(
         model,
         [sigma],

@@ -37,7 +37,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, get_backend
+from minsep.framework.backend import BACKEND_SPECS, Backend, get_backend
 from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import (
@@ -58,6 +58,7 @@ __all__ = [
     "ChunkTask",
     "EngineConfig",
     "chunk_seed",
+    "engine_config",
     "sample",
     "sample_chunks",
 ]
@@ -75,12 +76,57 @@ _NATIVE = ("numpy", "cupy")  # namespaces with bincount/astype used directly
 
 def chunk_seed(seed: int, stream: int, chunk: int, direction: Direction) -> np.random.SeedSequence:
     """The seed sequence of one chunk: ``SeedSequence(seed, spawn_key=(stream, chunk, d))``."""
+    for name, value in (("seed", seed), ("stream", stream), ("chunk", chunk)):
+        v.check_range("chunk_seed", name, value, low=0, integer=True)
     return np.random.SeedSequence(seed, spawn_key=(stream, chunk, _DIRECTION_CODE[direction]))
 
 
 def _check_seed(instance: Any, attribute: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise v.fail(instance, attribute.name, value, "an integer >= 0")
+
+
+def _backend_spec(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, Backend) and value not in BACKEND_SPECS:
+        raise v.fail(instance, attribute.name, value, f"a Backend or one of {list(BACKEND_SPECS)}")
+
+
+def _executor(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, str) or not isinstance(value, Executor):
+        raise v.fail(
+            instance,
+            attribute.name,
+            value,
+            "an executor object (LocalExecutor(), ProcessExecutor(workers), DaskExecutor(...)), "
+            "not a name",
+        )
+
+
+def _of_type(kind: type, optional: bool = False) -> Any:
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if not (isinstance(value, kind) or (optional and value is None)):
+            allowed = f"a {kind.__name__}" + (" or None" if optional else "")
+            raise v.fail(instance, attribute.name, value, allowed)
+
+    return check
+
+
+def _progress(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise v.fail(instance, attribute.name, value, "True, False or None")
+
+
+def engine_config(config: Any, owner: str) -> EngineConfig:
+    """``config`` when it is an :class:`EngineConfig`, the default for None; anything else is
+    a ConfigurationError naming ``owner``'s ``config`` parameter."""
+    if config is None:
+        return EngineConfig()
+    if not isinstance(config, EngineConfig):
+        raise ConfigurationError(
+            f"{owner}.config = {config!r} is invalid: must be an EngineConfig or None",
+            parameter="config",
+        )
+    return config
 
 
 def _positive_sigmas(instance: Any, attribute: Any, value: Any) -> None:
@@ -136,11 +182,13 @@ class EngineConfig:
     """
 
     chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
-    backend: str | Backend = "numpy"
-    executor: Executor = attrs.field(factory=LocalExecutor)
-    progress: bool | None = None
-    bins: BinSpec = attrs.field(factory=BinSpec)
-    checkpoint: Checkpoint | None = None
+    backend: str | Backend = attrs.field(default="numpy", validator=_backend_spec)
+    executor: Executor = attrs.field(factory=LocalExecutor, validator=_executor)
+    progress: bool | None = attrs.field(default=None, validator=_progress)
+    bins: BinSpec = attrs.field(factory=BinSpec, validator=_of_type(BinSpec))
+    checkpoint: Checkpoint | None = attrs.field(
+        default=None, validator=_of_type(Checkpoint, optional=True)
+    )
     memory_budget: int | None = attrs.field(default=None, validator=v.optional(v.positive_int()))
 
     def backend_name(self) -> str:
@@ -385,7 +433,7 @@ def sample(
         histograms: keep the conservative histogram of L (needed for epsilon estimates).
         config: chunking, backend, executor, progress.
     """
-    config = config or EngineConfig()
+    config = engine_config(config, "sample")
     backend: str | Backend = config.backend
     if isinstance(backend, str) or backend.name in _NATIVE:
         # resolve "auto" and the default kernel set once, keep a picklable spec
