@@ -468,7 +468,9 @@ def build_accountant(
 ) -> Accountant:
     """The accountant ``name`` (default ``--accountant``, else ``monte_carlo``) configured from
     the Monte Carlo options given; with ``strict`` an option it does not take is refused."""
-    chosen = name or getattr(args, "accountant", None) or "monte_carlo"
+    chosen = name if name is not None else getattr(args, "accountant", None)
+    if chosen is None:
+        chosen = "monte_carlo"  # an empty --accountant "" is looked up (and refused), not replaced
     return setup.build_accountant(chosen, given_accountant_options(args), strict=strict)
 
 
