@@ -209,6 +209,8 @@ class MonteCarloAccountant(Accountant):
             self.checkpoint and Path(self.checkpoint).parent.is_dir()
         ):
             raise v.fail(self, "checkpoint", self.checkpoint, "a file path in an existing folder")
+        if self.checkpoint is not None and Path(self.checkpoint).is_dir():
+            raise v.fail(self, "checkpoint", self.checkpoint, "a file path, not a folder")
         if self.checkpoint is not None:
             problem = writable_folder_problem(self.checkpoint)
             if problem is not None:
@@ -237,6 +239,7 @@ class MonteCarloAccountant(Accountant):
             ({"executor": "processes", "scheduler": "tcp://127.0.0.1:8786"}, "scheduler"),
             ({"scheduler": "not an address"}, "scheduler"),
             ({"checkpoint": "/nonexistent-folder/run.ckpt"}, "checkpoint"),
+            ({"checkpoint": "/"}, "checkpoint"),
             ({"checkpoint_interval": -1.0}, "checkpoint_interval"),
             ({"sweep_ratio": 1.0}, "sweep_ratio"),
             ({"sweep_size": 1}, "sweep_size"),

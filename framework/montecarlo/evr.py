@@ -49,6 +49,7 @@ from minsep.framework.montecarlo.bounds import (
 )
 from minsep.framework.montecarlo.estimates import estimate_delta, estimate_epsilon
 from minsep.framework.montecarlo.sampling import (
+    MIN_SIGMA,
     PILOT_STREAM,
     VERIFY_STREAM,
     EngineConfig,
@@ -197,7 +198,7 @@ class CertifiedCurve:
 
 
 def _check_common(owner: str, sigma: float, samples: int, pilot_samples: int, seed: int) -> None:
-    check_range(owner, "sigma", sigma, low=0.0, low_open=True)
+    check_range(owner, "sigma", sigma, low=MIN_SIGMA)
     check_range(owner, "samples", samples, low=2, integer=True)
     check_range(owner, "pilot_samples", pilot_samples, low=2, integer=True)
     check_range(owner, "seed", seed, low=0, integer=True)
@@ -427,7 +428,7 @@ def certified_curve(
     minimum along the increasing grid (delta is non-increasing in eps).
     """
     start = time.perf_counter()
-    check_range("certified_curve", "sigma", sigma, low=0.0, low_open=True)
+    check_range("certified_curve", "sigma", sigma, low=MIN_SIGMA)
     check_range("certified_curve", "samples", samples, low=1, integer=True)
     check_range(
         "certified_curve",

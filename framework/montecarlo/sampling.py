@@ -53,6 +53,7 @@ from minsep.framework.montecarlo.planning import chunk_size_for
 
 __all__ = [
     "BOTH",
+    "MIN_SIGMA",
     "PILOT_STREAM",
     "VERIFY_STREAM",
     "ChunkTask",
@@ -69,6 +70,11 @@ PILOT_STREAM = 0
 VERIFY_STREAM = 1
 #: Both directions, REMOVE first.
 BOTH: tuple[Direction, ...] = (Direction.REMOVE, Direction.ADD)
+
+#: The smallest noise multiplier the Monte Carlo engine takes. The loss models scale signals by
+#: 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that factor (1e200) times any
+#: signal of a realistic run finite. Far below it epsilon is astronomically large anyway.
+MIN_SIGMA = 1e-100
 
 _DIRECTION_CODE = {Direction.REMOVE: 0, Direction.ADD: 1}
 _NATIVE = ("numpy", "cupy")  # namespaces with bincount/astype used directly
@@ -130,8 +136,12 @@ def engine_config(config: Any, owner: str) -> EngineConfig:
 
 
 def _positive_sigmas(instance: Any, attribute: Any, value: Any) -> None:
-    if not value or not all(isinstance(s, float) and math.isfinite(s) and s > 0 for s in value):
-        raise v.fail(instance, attribute.name, value, "a non-empty tuple of finite numbers > 0")
+    if not value or not all(
+        isinstance(s, float) and math.isfinite(s) and s >= MIN_SIGMA for s in value
+    ):
+        raise v.fail(
+            instance, attribute.name, value, f"a non-empty tuple of finite numbers >= {MIN_SIGMA}"
+        )
 
 
 def _finite_checks(instance: Any, attribute: Any, value: Any) -> None:
