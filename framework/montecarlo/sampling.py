@@ -53,6 +53,7 @@ from minsep.framework.montecarlo.planning import chunk_size_for
 
 __all__ = [
     "BOTH",
+    "MAX_SAMPLES",
     "MIN_SIGMA",
     "PILOT_STREAM",
     "VERIFY_STREAM",
@@ -70,6 +71,11 @@ PILOT_STREAM = 0
 VERIFY_STREAM = 1
 #: Both directions, REMOVE first.
 BOTH: tuple[Direction, ...] = (Direction.REMOVE, Direction.ADD)
+
+#: The most samples per direction one run takes: counts up to 2**53 are exact in float64 (the
+#: tallies and the concentration bounds use them as floats), and 2**53 samples already take
+#: centuries on one machine.
+MAX_SAMPLES = 1 << 53
 
 #: The smallest noise multiplier the Monte Carlo engine takes. The loss models scale signals by
 #: 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that factor (1e200) times any
@@ -217,7 +223,7 @@ class ChunkTask:
 
     model: PrivacyLossModel
     sigmas: tuple[float, ...] = attrs.field(converter=_floats, validator=_positive_sigmas)
-    n_samples: int = attrs.field(validator=v.positive_int())
+    n_samples: int = attrs.field(validator=v.integer(low=1, high=MAX_SAMPLES))
     seed: int = attrs.field(converter=v.plain_number, validator=_check_seed)
     stream: int = attrs.field(default=PILOT_STREAM, validator=v.integer(low=0))
     checks: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_finite_checks)
