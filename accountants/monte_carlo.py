@@ -63,6 +63,7 @@ from minsep.framework.montecarlo.planning import (
     sample_bytes,
 )
 from minsep.framework.montecarlo.planning import logger as plan_log
+from minsep.framework.montecarlo.sampling import MAX_SAMPLES
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 
@@ -115,7 +116,8 @@ class MonteCarloAccountant(Accountant):
     """Monte Carlo EVR accountant for any scheme exposing a privacy-loss model.
 
     Attributes:
-        samples: verification samples ``m`` per direction (the ``m`` of Fact 4.2).
+        samples: verification samples ``m`` per direction (the ``m`` of Fact 4.2), at most
+            ``MAX_SAMPLES`` = 2**53.
         pilot_samples: estimation samples per direction (default ``max(samples // 4, 1000)``);
             they choose the claims but never certify them.
         seed: root seed of every stream; None draws fresh entropy, reported in the result.
@@ -152,10 +154,14 @@ class MonteCarloAccountant(Accountant):
     """
 
     samples: int = attrs.field(
-        default=1_000_000, converter=v.plain_number, validator=v.integer(low=100)
+        default=1_000_000,
+        converter=v.plain_number,
+        validator=v.integer(low=100, high=MAX_SAMPLES),
     )
     pilot_samples: int | None = attrs.field(
-        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=100))
+        default=None,
+        converter=v.plain_number,
+        validator=v.optional(v.integer(low=100, high=MAX_SAMPLES)),
     )
     seed: int | None = attrs.field(
         default=None, converter=v.plain_number, validator=v.optional(v.integer(low=0))
@@ -209,6 +215,8 @@ class MonteCarloAccountant(Accountant):
             self.checkpoint and Path(self.checkpoint).parent.is_dir()
         ):
             raise v.fail(self, "checkpoint", self.checkpoint, "a file path in an existing folder")
+        if self.checkpoint is not None and Path(self.checkpoint).is_dir():
+            raise v.fail(self, "checkpoint", self.checkpoint, "a file path, not a folder")
         if self.checkpoint is not None:
             problem = writable_folder_problem(self.checkpoint)
             if problem is not None:
@@ -227,6 +235,7 @@ class MonteCarloAccountant(Accountant):
         return [
             ({"samples": 0}, "samples"),
             ({"samples": 2.5}, "samples"),
+            ({"samples": 10**18}, "samples"),
             ({"pilot_samples": 10}, "pilot_samples"),
             ({"seed": -1}, "seed"),
             ({"backend": "tpu"}, "backend"),
@@ -237,6 +246,7 @@ class MonteCarloAccountant(Accountant):
             ({"executor": "processes", "scheduler": "tcp://127.0.0.1:8786"}, "scheduler"),
             ({"scheduler": "not an address"}, "scheduler"),
             ({"checkpoint": "/nonexistent-folder/run.ckpt"}, "checkpoint"),
+            ({"checkpoint": "/"}, "checkpoint"),
             ({"checkpoint_interval": -1.0}, "checkpoint_interval"),
             ({"sweep_ratio": 1.0}, "sweep_ratio"),
             ({"sweep_size": 1}, "sweep_size"),

@@ -27,7 +27,12 @@ from dp_accounting import NeighboringRelation
 from dp_accounting.pld import pld_privacy_accountant
 
 from minsep.accountants.pld_cost import PLDCost, estimate_cost
-from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
+from minsep.framework.errors import (
+    CalibrationError,
+    ConfigurationError,
+    MinsepError,
+    NotAccountableError,
+)
 from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
@@ -298,6 +303,9 @@ class PLDAccountant(Accountant):
             return self._epsilon_of(q.scheme.dp_event(q.strategy, sigma), q.delta)
 
         floor = self.sigma_floor(q.scheme, q.strategy)
+        shortcut = self._floor_meets_target(q, floor)
+        if shortcut is not None:
+            return shortcut
         sigma, achieved, examined = conservative_sigma(
             epsilon_at,
             q.epsilon,
@@ -320,6 +328,39 @@ class PLDAccountant(Accountant):
             delta=q.delta,
             certified=True,
             candidates=tuple(sorted(examined, reverse=True)),
+        )
+
+    def _floor_meets_target(self, q: Question, floor: float) -> CalibrationResult | None:
+        """The cost floor as the answer, without building any PLD, when the unamplified bound
+        already meets the target there; else None.
+
+        Near the floor a PLD costs up to ``max_memory_gib`` and tens of seconds, and a loose
+        target (epsilon = 1e6) would walk down to it through ever costlier PLDs. The
+        unamplified Gaussian epsilon is an upper bound on the exact one (docs/math.md §1: it
+        ignores the amplification), so ``bound <= target`` at the floor makes the floor a
+        sound (if not the smallest) answer.
+        """
+        if floor < _SIGMA_MIN:
+            return None
+        try:
+            bound = accountants.get("gaussian")().epsilon(q.scheme, q.strategy, floor, q.delta)
+        except MinsepError:
+            return None
+        if not bound.certified_epsilon <= q.epsilon:
+            return None
+        return CalibrationResult(
+            **q.provenance("exact"),
+            notes=(
+                f"the PLD cost floor sigma = {floor:.4g} (max_memory_gib = "
+                f"{self.max_memory_gib:g}) meets the target: the unamplified bound there is "
+                f"epsilon <= {bound.certified_epsilon!r}, so no PLD was built; smaller sigmas "
+                "were not examined, so the returned sigma is sound but may not be the smallest",
+            ),
+            sigma=floor,
+            epsilon=q.epsilon,
+            delta=q.delta,
+            certified=True,
+            candidates=(floor,),
         )
 
     # --- dp_accounting -------------------------------------------------------------------

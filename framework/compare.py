@@ -50,9 +50,10 @@ from minsep.framework.validation import (
     fail,
     number,
     optional,
-    positive_int,
     probability,
 )
+from minsep.framework.validation import rate as rate_validator
+from minsep.framework.validation import steps as steps_validator
 
 #: The target epsilon of ``minsep compare`` when neither --epsilon nor --sigma is given.
 DEFAULT_EPSILON = 2.0
@@ -115,8 +116,8 @@ class ComparisonSetup:
             ``seed``, ``backend`` of the Monte Carlo accountant).
     """
 
-    n_steps: int = attrs.field(default=1024, validator=positive_int())
-    rate: float = attrs.field(default=1 / 256, validator=probability())
+    n_steps: int = attrs.field(default=1024, validator=steps_validator())
+    rate: float = attrs.field(default=1 / 256, validator=rate_validator())
     delta: float = attrs.field(default=1e-3, validator=probability(open_high=True))
     epsilon: float | None = attrs.field(default=None, validator=optional(number(low=0.0)))
     sigma: float | None = attrs.field(

@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.validation import fail, positive_int, probability
+from minsep.framework.validation import steps as steps_validator
 
 
 def _boolean(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
@@ -33,7 +34,7 @@ class ParticipationChain:
         warm_start: initial state from the stationary law (else: available).
     """
 
-    n_steps: int = attrs.field(validator=positive_int())
+    n_steps: int = attrs.field(validator=steps_validator())
     min_sep: int = attrs.field(validator=positive_int())
     probability: float = attrs.field(validator=probability())
     warm_start: bool = attrs.field(default=False, validator=_boolean)

@@ -123,6 +123,11 @@ class Registry(Generic[T]):
     def get(self, name: str) -> type[T]:
         """The class registered as ``name``; the error suggests close names."""
         self.load_plugins()
+        if not isinstance(name, str):
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r}: a {self.kind} name must be a string, one of "
+                f"{', '.join(sorted(self._entries))}"
+            )
         entry = self._entries.get(name)
         if entry is None:
             normalised = name.replace("-", "_").lower()

@@ -80,14 +80,26 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: Any, name: str = "data") -> Any:
     if isinstance(value, dict):
         if set(value) == {"__float__"}:
-            return float(value["__float__"])
-        return {k: _decode(v) for k, v in value.items()}
+            return _tagged_float(value["__float__"], name)
+        return {k: _decode(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [_decode(v, name) for v in value]
     return value
+
+
+def _tagged_float(text: Any, name: str) -> float:
+    """The float of a ``{"__float__": text}`` tag (written by :func:`_encode` for inf/nan)."""
+    try:
+        return float(text) if isinstance(text, str) else float("")
+    except ValueError:
+        raise ConfigurationError(
+            f"Result.{name} = {{'__float__': {_clip(text)}}} is invalid: the tag must hold the "
+            "text of a float ('inf', '-inf' or 'nan')",
+            parameter=name,
+        ) from None
 
 
 @attrs.frozen(kw_only=True)
@@ -191,6 +203,9 @@ class EpsilonResult(Result):
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
 
+    def __attrs_post_init__(self) -> None:
+        _certified_not_below(self, "certified_epsilon", self.certified_epsilon, self.epsilon)
+
 
 @attrs.frozen(kw_only=True)
 class DeltaResult(Result):
@@ -215,6 +230,28 @@ class DeltaResult(Result):
     )
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
+
+    def __attrs_post_init__(self) -> None:
+        _certified_not_below(self, "certified_delta", self.certified_delta, self.delta)
+
+
+def _certified_not_below(
+    result: EpsilonResult | DeltaResult, name: str, certified: float, estimate: float
+) -> None:
+    """Refuse a deterministic bound below its own estimate.
+
+    With ``failure_probability == 0`` (exact, RDP and unamplified methods) the certified value
+    *is* the computed bound and equals the estimate, so a smaller one is a corrupted result.
+    Monte Carlo certificates are not checked: the estimate and the certificate come from
+    different samples (pilot candidates, then verification), and only the certificate carries
+    the guarantee (docs/math.md §7).
+    """
+    if result.failure_probability == 0.0 and certified < estimate:
+        raise ConfigurationError(
+            f"{type(result).__name__}.{name} = {certified!r} is invalid: must be >= the "
+            f"estimate {estimate!r} when failure_probability is 0 (a deterministic bound)",
+            parameter=name,
+        )
 
 
 @attrs.frozen(kw_only=True)

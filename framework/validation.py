@@ -11,6 +11,7 @@ Use them on frozen attrs classes so that bad configuration fails at construction
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -77,7 +78,7 @@ def check_range(
         raise problem
     if integer and not isinstance(value, int):
         raise problem
-    if math.isnan(value) or (math.isinf(value) and not infinite):
+    if isinstance(value, float) and (math.isnan(value) or (math.isinf(value) and not infinite)):
         raise problem
     bad_low = low is not None and (value <= low if low_open else value < low)
     bad_high = high is not None and (value >= high if high_open else value > high)
@@ -170,6 +171,27 @@ def positive_int() -> Validator:
 def probability(*, open_low: bool = True, open_high: bool = False) -> Validator:
     """Validator: a probability, by default in (0, 1]."""
     return number(low=0.0, high=1.0, low_open=open_low, high_open=open_high)
+
+
+#: The smallest participation rate accepted: the smallest normal float64 (about 2.2e-308), so
+#: that 1/rate and every expected-count quotient stay finite (subnormal rates overflow).
+MIN_RATE = sys.float_info.min
+
+
+def rate() -> Validator:
+    """Validator: a participation rate in [MIN_RATE, 1] (a probability whose inverse is a
+    finite float)."""
+    return number(low=MIN_RATE, high=1.0)
+
+
+#: The largest step count accepted: the accountants and strategies keep a few float64 arrays of
+#: ``n_steps`` values (2**24 steps: 128 MiB each), far above any training run's length.
+MAX_STEPS = 1 << 24
+
+
+def steps() -> Validator:
+    """Validator: a step count, an integer in [1, MAX_STEPS]."""
+    return integer(low=1, high=MAX_STEPS)
 
 
 def positive() -> Validator:

@@ -16,7 +16,8 @@ from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import schemes
-from minsep.framework.validation import positive_int, probability
+from minsep.framework.validation import rate as rate_validator
+from minsep.framework.validation import steps as steps_validator
 from minsep.schemes import _accounting as acc
 from minsep.schemes._sampling import poisson_subset
 from minsep.schemes.base import Keep, SchemeBase, as_batch
@@ -40,8 +41,8 @@ class Poisson(SchemeBase):
     label: ClassVar[str | None] = "DP-SGD (Poisson)"
     compare_rank: ClassVar[int] = 0
 
-    n_steps: int = attrs.field(validator=positive_int())
-    rate: float = attrs.field(validator=probability())
+    n_steps: int = attrs.field(validator=steps_validator())
+    rate: float = attrs.field(validator=rate_validator())
 
     @classmethod
     def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:

@@ -23,7 +23,7 @@ from scipy.linalg import toeplitz
 from scipy.signal import lfilter
 
 from minsep.framework.errors import ConfigurationError
-from minsep.framework.validation import check_range
+from minsep.framework.validation import MAX_STEPS, check_range
 
 
 def as_coefficients(
@@ -61,8 +61,8 @@ def as_coefficients(
 
 
 def check_steps(owner: str, n_steps: int, name: str = "n_steps") -> int:
-    """Validate a step count (an int >= 1) and return it."""
-    check_range(owner, name, n_steps, low=1, integer=True)
+    """Validate a step count (an int in [1, MAX_STEPS]) and return it."""
+    check_range(owner, name, n_steps, low=1, high=MAX_STEPS, integer=True)
     return int(n_steps)
 
 

@@ -77,10 +77,29 @@ EXIT_UNCERTIFIED = 3
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
+def real(text: str) -> float:
+    """A real number from a decimal (``0.004``, ``1e-3``, ``inf``) or a fraction (``1/256``).
+
+    Raises ValueError (or ZeroDivisionError for ``1/0``) for text that is neither; a fraction
+    too large for a float gives ``inf`` (callers refuse non-finite values with their range),
+    never an OverflowError.
+    """
+    stripped = text.strip()
+    try:
+        return float(stripped)  # decimals and exponents, without building huge integers
+    except ValueError:
+        if "/" not in stripped:
+            raise
+    try:
+        return float(Fraction(stripped))
+    except OverflowError:
+        return math.inf if Fraction(stripped) > 0 else -math.inf
+
+
 def parse_rate(text: str) -> float:
     """A participation rate in (0, 1]: a decimal (``0.004``) or a fraction (``1/256``)."""
     try:
-        value = float(Fraction(text.strip()))
+        value = real(text)
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(
             f"rate = {text!r} is invalid: must be a number or fraction in (0, 1], e.g. 1/256"
@@ -114,7 +133,7 @@ nonnegative_int = int_at_least(0)
 
 def _probability(text: str) -> float:
     try:
-        value = float(Fraction(text.strip()))
+        value = real(text)
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be in (0, 1)") from None
     if not (0.0 < value < 1.0):
@@ -125,7 +144,7 @@ def _probability(text: str) -> float:
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (fractions accepted)."""
     try:
-        value = float(Fraction(text.strip()))
+        value = real(text)
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number > 0") from None
     if not (math.isfinite(value) and value > 0):
@@ -136,7 +155,7 @@ def positive_float(text: str) -> float:
 def nonnegative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
     try:
-        value = float(Fraction(text.strip()))
+        value = real(text)
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number >= 0") from None
     if not (math.isfinite(value) and value >= 0):
@@ -295,18 +314,16 @@ def _users(name: str) -> str:
 
 
 def _parse_int(text: str) -> int:
+    """A strict integer, as for the other integer flags (``2.0`` and ``4/2`` are refused)."""
     try:
-        value = float(Fraction(text.strip()))
-    except (ValueError, ZeroDivisionError):
+        return int(text.strip())
+    except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer") from None
-    if not value.is_integer():
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be an integer")
-    return int(value)
 
 
 def _parse_float(text: str) -> float:
     try:
-        return float(Fraction(text.strip()))
+        return real(text)
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number") from None
 
@@ -374,7 +391,7 @@ def _literal(text: str) -> Any:
     except ValueError:
         pass
     try:
-        return float(Fraction(text.strip()))
+        return real(text)
     except (ValueError, ZeroDivisionError):
         return text
 
@@ -451,7 +468,9 @@ def build_accountant(
 ) -> Accountant:
     """The accountant ``name`` (default ``--accountant``, else ``monte_carlo``) configured from
     the Monte Carlo options given; with ``strict`` an option it does not take is refused."""
-    chosen = name or getattr(args, "accountant", None) or "monte_carlo"
+    chosen = name if name is not None else getattr(args, "accountant", None)
+    if chosen is None:
+        chosen = "monte_carlo"  # an empty --accountant "" is looked up (and refused), not replaced
     return setup.build_accountant(chosen, given_accountant_options(args), strict=strict)
 
 

@@ -86,6 +86,66 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(command)
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def conflicting_option(
+    parser: argparse.ArgumentParser, command: str, argv: Sequence[str]
+) -> str | None:
+    """The refusal of a single-valued option given twice with different values, else None.
+
+    argparse keeps the last value silently, so ``--sigma 1 --sigma 2`` would answer a
+    question the user may not have meant. Repeating the same value is harmless and accepted;
+    repeatable options (``--param``) and flags are not concerned.
+    """
+    sub = _subparser(parser, command)
+    if sub is None:
+        return None
+    single = {
+        flag: action
+        for action in sub._actions
+        if isinstance(action, argparse._StoreAction) and action.nargs is None
+        for flag in action.option_strings
+        if flag.startswith("--")
+    }
+    seen: dict[str, tuple[str, object]] = {}  # dest -> (text, value) of its first occurrence
+    tokens = list(argv)
+    for i, token in enumerate(tokens):
+        if token == "--":
+            break
+        if not token.startswith("--"):
+            continue
+        flag, has_value, text = token.partition("=")
+        matches = [f for f in single if f == flag] or [f for f in single if f.startswith(flag)]
+        if len(matches) != 1:
+            continue
+        if not has_value:
+            if i + 1 >= len(tokens):
+                continue
+            text = tokens[i + 1]
+        action = single[matches[0]]
+        try:
+            value = action.type(text) if callable(action.type) else text
+        except (argparse.ArgumentTypeError, TypeError, ValueError):
+            value = text
+        if action.dest in seen:
+            first_text, first_value = seen[action.dest]
+            if first_value != value:
+                name = action.option_strings[-1]
+                return (
+                    f"{name} is given twice with different values ({first_text!r} and "
+                    f"{text!r}): give it once"
+                )
+        else:
+            seen[action.dest] = (text, value)
+    return None
+
+
 def _option(args: argparse.Namespace, exc: BaseException) -> str | None:
     """The command-line option of the parameter a ConfigurationError names, if any."""
     parameter = getattr(exc, "parameter", None)
@@ -139,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0
+    conflict = conflicting_option(parser, args.command, argv)
+    if conflict:
+        return _report(args, as_json, "error", conflict, EXIT_ERROR)
     try:
         return int(args._run(args))
     except KeyboardInterrupt:

@@ -49,9 +49,11 @@ from minsep.framework.montecarlo.bounds import (
 )
 from minsep.framework.montecarlo.estimates import estimate_delta, estimate_epsilon
 from minsep.framework.montecarlo.sampling import (
+    MIN_SIGMA,
     PILOT_STREAM,
     VERIFY_STREAM,
     EngineConfig,
+    engine_config,
     sample,
 )
 from minsep.framework.validation import check_range
@@ -196,7 +198,7 @@ class CertifiedCurve:
 
 
 def _check_common(owner: str, sigma: float, samples: int, pilot_samples: int, seed: int) -> None:
-    check_range(owner, "sigma", sigma, low=0.0, low_open=True)
+    check_range(owner, "sigma", sigma, low=MIN_SIGMA)
     check_range(owner, "samples", samples, low=2, integer=True)
     check_range(owner, "pilot_samples", pilot_samples, low=2, integer=True)
     check_range(owner, "seed", seed, low=0, integer=True)
@@ -229,7 +231,7 @@ def certify_epsilon(
         raise ConfigurationError(
             f"certify_epsilon.ladder = {tuple(ladder)!r} is invalid: must be fractions in (0, 1]"
         )
-    config = config or EngineConfig()
+    config = engine_config(config, "certify_epsilon")
     fractions = sorted((float(k) for k in ladder), reverse=True)
     count = len(fractions)
     delta_b = base_delta(samples, delta, candidates=count)
@@ -352,7 +354,7 @@ def certify_delta(
         raise ConfigurationError(
             f"certify_delta.factors = {tuple(factors)!r} is invalid: must be finite and >= 1"
         )
-    config = config or EngineConfig()
+    config = engine_config(config, "certify_delta")
     eps = float(epsilon)
     pilot = sample(
         model,
@@ -426,7 +428,7 @@ def certified_curve(
     minimum along the increasing grid (delta is non-increasing in eps).
     """
     start = time.perf_counter()
-    check_range("certified_curve", "sigma", sigma, low=0.0, low_open=True)
+    check_range("certified_curve", "sigma", sigma, low=MIN_SIGMA)
     check_range("certified_curve", "samples", samples, low=1, integer=True)
     check_range(
         "certified_curve",
@@ -447,7 +449,7 @@ def certified_curve(
             f"certified_curve.epsilons = {grid!r} is invalid: must be distinct finite values "
             ">= 0 in increasing order"
         )
-    config = config or EngineConfig()
+    config = engine_config(config, "certified_curve")
     tally = sample(
         model,
         [sigma],

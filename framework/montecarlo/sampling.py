@@ -37,7 +37,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, get_backend
+from minsep.framework.backend import BACKEND_SPECS, Backend, get_backend
 from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import (
@@ -53,11 +53,14 @@ from minsep.framework.montecarlo.planning import chunk_size_for
 
 __all__ = [
     "BOTH",
+    "MAX_SAMPLES",
+    "MIN_SIGMA",
     "PILOT_STREAM",
     "VERIFY_STREAM",
     "ChunkTask",
     "EngineConfig",
     "chunk_seed",
+    "engine_config",
     "sample",
     "sample_chunks",
 ]
@@ -69,12 +72,24 @@ VERIFY_STREAM = 1
 #: Both directions, REMOVE first.
 BOTH: tuple[Direction, ...] = (Direction.REMOVE, Direction.ADD)
 
+#: The most samples per direction one run takes: counts up to 2**53 are exact in float64 (the
+#: tallies and the concentration bounds use them as floats), and 2**53 samples already take
+#: centuries on one machine.
+MAX_SAMPLES = 1 << 53
+
+#: The smallest noise multiplier the Monte Carlo engine takes. The loss models scale signals by
+#: 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that factor (1e200) times any
+#: signal of a realistic run finite. Far below it epsilon is astronomically large anyway.
+MIN_SIGMA = 1e-100
+
 _DIRECTION_CODE = {Direction.REMOVE: 0, Direction.ADD: 1}
 _NATIVE = ("numpy", "cupy")  # namespaces with bincount/astype used directly
 
 
 def chunk_seed(seed: int, stream: int, chunk: int, direction: Direction) -> np.random.SeedSequence:
     """The seed sequence of one chunk: ``SeedSequence(seed, spawn_key=(stream, chunk, d))``."""
+    for name, value in (("seed", seed), ("stream", stream), ("chunk", chunk)):
+        v.check_range("chunk_seed", name, value, low=0, integer=True)
     return np.random.SeedSequence(seed, spawn_key=(stream, chunk, _DIRECTION_CODE[direction]))
 
 
@@ -83,9 +98,56 @@ def _check_seed(instance: Any, attribute: Any, value: Any) -> None:
         raise v.fail(instance, attribute.name, value, "an integer >= 0")
 
 
+def _backend_spec(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, Backend) and value not in BACKEND_SPECS:
+        raise v.fail(instance, attribute.name, value, f"a Backend or one of {list(BACKEND_SPECS)}")
+
+
+def _executor(instance: Any, attribute: Any, value: Any) -> None:
+    if isinstance(value, str) or not isinstance(value, Executor):
+        raise v.fail(
+            instance,
+            attribute.name,
+            value,
+            "an executor object (LocalExecutor(), ProcessExecutor(workers), DaskExecutor(...)), "
+            "not a name",
+        )
+
+
+def _of_type(kind: type, optional: bool = False) -> Any:
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if not (isinstance(value, kind) or (optional and value is None)):
+            allowed = f"a {kind.__name__}" + (" or None" if optional else "")
+            raise v.fail(instance, attribute.name, value, allowed)
+
+    return check
+
+
+def _progress(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise v.fail(instance, attribute.name, value, "True, False or None")
+
+
+def engine_config(config: Any, owner: str) -> EngineConfig:
+    """``config`` when it is an :class:`EngineConfig`, the default for None; anything else is
+    a ConfigurationError naming ``owner``'s ``config`` parameter."""
+    if config is None:
+        return EngineConfig()
+    if not isinstance(config, EngineConfig):
+        raise ConfigurationError(
+            f"{owner}.config = {config!r} is invalid: must be an EngineConfig or None",
+            parameter="config",
+        )
+    return config
+
+
 def _positive_sigmas(instance: Any, attribute: Any, value: Any) -> None:
-    if not value or not all(isinstance(s, float) and math.isfinite(s) and s > 0 for s in value):
-        raise v.fail(instance, attribute.name, value, "a non-empty tuple of finite numbers > 0")
+    if not value or not all(
+        isinstance(s, float) and math.isfinite(s) and s >= MIN_SIGMA for s in value
+    ):
+        raise v.fail(
+            instance, attribute.name, value, f"a non-empty tuple of finite numbers >= {MIN_SIGMA}"
+        )
 
 
 def _finite_checks(instance: Any, attribute: Any, value: Any) -> None:
@@ -136,11 +198,13 @@ class EngineConfig:
     """
 
     chunk_size: int = attrs.field(default=1 << 16, validator=v.integer(low=1, high=1 << 28))
-    backend: str | Backend = "numpy"
-    executor: Executor = attrs.field(factory=LocalExecutor)
-    progress: bool | None = None
-    bins: BinSpec = attrs.field(factory=BinSpec)
-    checkpoint: Checkpoint | None = None
+    backend: str | Backend = attrs.field(default="numpy", validator=_backend_spec)
+    executor: Executor = attrs.field(factory=LocalExecutor, validator=_executor)
+    progress: bool | None = attrs.field(default=None, validator=_progress)
+    bins: BinSpec = attrs.field(factory=BinSpec, validator=_of_type(BinSpec))
+    checkpoint: Checkpoint | None = attrs.field(
+        default=None, validator=_of_type(Checkpoint, optional=True)
+    )
     memory_budget: int | None = attrs.field(default=None, validator=v.optional(v.positive_int()))
 
     def backend_name(self) -> str:
@@ -159,7 +223,7 @@ class ChunkTask:
 
     model: PrivacyLossModel
     sigmas: tuple[float, ...] = attrs.field(converter=_floats, validator=_positive_sigmas)
-    n_samples: int = attrs.field(validator=v.positive_int())
+    n_samples: int = attrs.field(validator=v.integer(low=1, high=MAX_SAMPLES))
     seed: int = attrs.field(converter=v.plain_number, validator=_check_seed)
     stream: int = attrs.field(default=PILOT_STREAM, validator=v.integer(low=0))
     checks: tuple[float, ...] = attrs.field(default=(), converter=_floats, validator=_finite_checks)
@@ -385,7 +449,7 @@ def sample(
         histograms: keep the conservative histogram of L (needed for epsilon estimates).
         config: chunking, backend, executor, progress.
     """
-    config = config or EngineConfig()
+    config = engine_config(config, "sample")
     backend: str | Backend = config.backend
     if isinstance(backend, str) or backend.name in _NATIVE:
         # resolve "auto" and the default kernel set once, keep a picklable spec

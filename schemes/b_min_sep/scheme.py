@@ -25,7 +25,9 @@ from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import schemes
-from minsep.framework.validation import positive_int, probability
+from minsep.framework.validation import positive_int
+from minsep.framework.validation import rate as rate_validator
+from minsep.framework.validation import steps as steps_validator
 from minsep.schemes import _accounting as acc
 from minsep.schemes._sampling import AvailabilityPool
 from minsep.schemes.base import Keep, SchemeBase, as_batch, boolean, dataset_size
@@ -66,8 +68,8 @@ class BMinSep(SchemeBase):
     label: ClassVar[str | None] = "b-min-sep"
     compare_rank: ClassVar[int] = 30
 
-    n_steps: int = attrs.field(validator=positive_int())
-    rate: float = attrs.field(validator=probability())
+    n_steps: int = attrs.field(validator=steps_validator())
+    rate: float = attrs.field(validator=rate_validator())
     min_sep: int = attrs.field(validator=positive_int())
     warm_start: bool = attrs.field(default=True, validator=boolean)
 

@@ -16,7 +16,8 @@ import numpy as np
 from minsep.framework.errors import InfeasibleError
 from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strategy
 from minsep.framework.registries import schemes
-from minsep.framework.validation import check_range, positive_int
+from minsep.framework.validation import MIN_RATE, check_range, positive_int
+from minsep.framework.validation import steps as steps_validator
 from minsep.schemes import _accounting as acc
 from minsep.schemes.base import Keep, SchemeBase, check_options
 
@@ -27,7 +28,7 @@ INTEGRAL_TOLERANCE = 1e-9
 
 def cycle_length_for(rate: float) -> int:
     """The integral cycle length T = 1/rate; InfeasibleError when 1/rate is not an integer."""
-    check_range("BallsInBins", "rate", rate, low=0.0, high=1.0, low_open=True)
+    check_range("BallsInBins", "rate", rate, low=MIN_RATE, high=1.0)
     inverse = 1.0 / float(rate)
     cycle = round(inverse)
     if abs(inverse - cycle) > INTEGRAL_TOLERANCE * max(1, cycle):
@@ -53,7 +54,7 @@ class BallsInBins(SchemeBase):
     compare_rank: ClassVar[int] = 20
     derived_from_rate: ClassVar[tuple[str, ...]] = ("cycle_length",)
 
-    n_steps: int = attrs.field(validator=positive_int())
+    n_steps: int = attrs.field(validator=steps_validator())
     cycle_length: int = attrs.field(validator=positive_int())
 
     @classmethod

@@ -19,7 +19,9 @@ from minsep.framework.errors import InfeasibleError, NotAccountableError
 from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import schemes
-from minsep.framework.validation import one_of, positive_int, probability
+from minsep.framework.validation import one_of, positive_int
+from minsep.framework.validation import rate as rate_validator
+from minsep.framework.validation import steps as steps_validator
 from minsep.schemes import _accounting as acc
 from minsep.schemes._sampling import poisson_subset
 from minsep.schemes.base import Keep, SchemeBase, as_batch
@@ -51,8 +53,8 @@ class CyclicPoisson(SchemeBase):
     label: ClassVar[str | None] = "cyclic Poisson"
     compare_rank: ClassVar[int] = 10
 
-    n_steps: int = attrs.field(validator=positive_int())
-    rate: float = attrs.field(validator=probability())
+    n_steps: int = attrs.field(validator=steps_validator())
+    rate: float = attrs.field(validator=rate_validator())
     min_sep: int = attrs.field(validator=positive_int())
     partition: str = attrs.field(default="equal", validator=one_of(*PARTITIONS))
 

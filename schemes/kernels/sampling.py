@@ -39,8 +39,10 @@ def initial_states(n_samples: int, p: float, b: int, rng: RandomSource, xp: Any)
     law = stationary_law(p, b)
     if b == 1:
         return xp.zeros((n_samples,), dtype=xp.int64)
-    barred = _astype(xp.floor((u - float(law[0])) / float(law[1])), xp.int64, xp) + 1
-    return xp.where(u < float(law[0]), 0, xp.clip(barred, 1, b - 1))
+    # clip the float before the cast: (u - pi(0)) / pi(1) is huge for tiny p
+    excess = xp.clip((u - float(law[0])) / float(law[1]), 0.0, float(b - 2))
+    barred = _astype(xp.floor(excess), xp.int64, xp) + 1
+    return xp.where(u < float(law[0]), 0, barred)
 
 
 def chain_participation(

@@ -30,6 +30,8 @@ from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strate
 from minsep.framework.parameters import Parameter
 from minsep.framework.registries import schemes
 from minsep.framework.validation import integer, positive_int, probability
+from minsep.framework.validation import rate as rate_validator
+from minsep.framework.validation import steps as steps_validator
 from minsep.schemes import _accounting as acc
 from minsep.schemes._sampling import poisson_subset
 from minsep.schemes.attribution import AttributionGraph
@@ -68,8 +70,8 @@ class MultiAttributionBase(SchemeBase):
     #: ``"sampled"`` (Algorithm 3) or ``"batch"`` (Algorithm 4): which sets exclude users.
     exclusion: ClassVar[str] = "sampled"
 
-    n_steps: int = attrs.field(validator=positive_int())
-    rate: float = attrs.field(validator=probability())
+    n_steps: int = attrs.field(validator=steps_validator())
+    rate: float = attrs.field(validator=rate_validator())
     probability: float = attrs.field(validator=probability())
     min_sep: int = attrs.field(validator=positive_int())
     max_user_examples: int = attrs.field(validator=positive_int())

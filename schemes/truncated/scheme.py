@@ -77,6 +77,17 @@ class Truncated(SamplingScheme):
     max_batch_size: int = attrs.field(validator=positive_int())
     dataset_size: int = attrs.field(validator=positive_int())
 
+    def __attrs_post_init__(self) -> None:
+        # A batch holds distinct examples, so at most |D| of them: B_max > |D| only pads
+        # slots that can never be filled, and is almost always a mix-up of the two sizes.
+        if self.max_batch_size > self.dataset_size:
+            raise ConfigurationError(
+                f"Truncated.max_batch_size = {self.max_batch_size!r} is invalid: must be an "
+                f"integer in [1, dataset_size = {self.dataset_size}] (a batch holds at most "
+                "every example once)",
+                parameter="max_batch_size",
+            )
+
     @classmethod
     def parameters(cls) -> tuple[Parameter, ...]:
         """``base`` (a registered scheme name), ``max_batch_size``, ``dataset_size``; the
@@ -132,6 +143,7 @@ class Truncated(SamplingScheme):
             ({"base": "b_min_sep", "max_batch_size": 10, "dataset_size": 100}, "base"),
             ({"base": base, "max_batch_size": 0, "dataset_size": 100}, "max_batch_size"),
             ({"base": base, "max_batch_size": 10, "dataset_size": 0}, "dataset_size"),
+            ({"base": base, "max_batch_size": 101, "dataset_size": 100}, "max_batch_size"),
         ]
 
     def example_population(self) -> Any:
