@@ -179,8 +179,7 @@ def check_options(
     if missing:
         raise ConfigurationError(
             f"{name}.{missing[0].name} = <missing> is invalid: must be given ({name}.from_rate "
-            f"needs the option(s) {', '.join(repr(p.name) for p in missing)}; command line: "
-            f"{', '.join(p.flag for p in missing)}). Its options: "
-            + "; ".join(p.describe() for p in declared),
+            f"needs the option(s) {', '.join(repr(p.name) for p in missing)}; its options: "
+            f"{', '.join(p.name for p in declared)}; see `minsep list schemes`)",
             parameter=missing[0].name,
         )

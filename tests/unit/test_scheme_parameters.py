@@ -68,9 +68,14 @@ def test_every_registered_scheme_declares_its_from_rate_options(name: str) -> No
         cls.from_rate(16, 1 / 16, no_such_option=1)
 
 
-def test_missing_min_sep_names_the_flag() -> None:
-    with pytest.raises(ConfigurationError, match=r"'min_sep'.*--min-sep"):
+def test_missing_min_sep_names_the_parameter_and_the_cli_names_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(ConfigurationError, match=r"min_sep = <missing>.*'min_sep'") as info:
         schemes.get("b_min_sep").from_rate(256, 1 / 64)
+    assert info.value.parameter == "min_sep"
+    status, _, err = _run(["epsilon", *COMMON], capsys)
+    assert status == 2 and "--min-sep" in err and "Traceback" not in err
 
 
 def test_build_accountant_refuses_options_it_does_not_take_when_strict() -> None:
