@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 
 from minsep.framework import validation as v
 from minsep.framework.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from minsep.framework.compose import CertifiedPLD
 
 R = TypeVar("R", bound="Result")
 
@@ -242,3 +245,74 @@ class CalibrationResult(Result):
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
     pilot_samples: int | None = _optional(v.positive_int())
+
+
+def _grid(values: Any) -> tuple[float, ...]:
+    try:
+        return tuple(float(v.plain_number(value)) for value in values)
+    except TypeError:
+        raise ConfigurationError(
+            f"CurveResult grid = {values!r} is invalid: must be a sequence of numbers"
+        ) from None
+
+
+def _curve_values(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    for item in value:
+        v.check_range(type(instance).__name__, attribute.name, item, low=0.0, high=1.0)
+    if len(value) != len(instance.epsilons):
+        raise v.fail(instance, attribute.name, value, "one value per epsilon of the grid")
+
+
+def _epsilon_grid(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    from minsep.framework.compose import check_epsilon_grid
+
+    check_epsilon_grid(type(instance).__name__, value)
+
+
+@attrs.frozen(kw_only=True)
+class CurveResult(Result):
+    """delta(eps) on a grid of epsilons at one noise multiplier (max over both directions).
+
+    ``certified_delta[g]`` bounds ``delta(epsilons[g])`` for every g **together**, except
+    with probability ``failure_probability`` (0 for exact and proven routes); ``delta`` is
+    the estimate (equal for exact routes). The failure probability is not folded in: a
+    guarantee read off the curve is ``(eps, certified_delta + failure_probability)``, which
+    :meth:`guarantee` and :meth:`certified_pld` do (docs/math.md §7.1).
+    """
+
+    kind: ClassVar[str] = "curve"
+
+    epsilons: tuple[float, ...] = attrs.field(converter=_grid, validator=_epsilon_grid)
+    delta: tuple[float, ...] = attrs.field(converter=_grid, validator=_curve_values)
+    certified_delta: tuple[float, ...] = attrs.field(converter=_grid, validator=_curve_values)
+    sigma: float = _number(validator=_SIGMA)
+    samples: int | None = _optional(v.positive_int())
+    seed: int | None = _optional(v.integer(low=0))
+    failure_probability: float = _number(0.0, _UNIT)
+    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
+    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
+        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
+    )
+
+    def guarantee(self, epsilon: float) -> float:
+        """The delta this curve certifies at ``epsilon``: the certified delta of the largest
+        grid point ``<= epsilon`` (delta is non-increasing) plus the failure probability;
+        1 below the grid."""
+        v.check_range("CurveResult.guarantee", "epsilon", epsilon, low=0.0)
+        below = [
+            d for e, d in zip(self.epsilons, self.certified_delta, strict=True) if e <= epsilon
+        ]
+        return min(min(below, default=1.0) + self.failure_probability, 1.0)
+
+    def certified_pld(self, value_discretization_interval: float | None = None) -> CertifiedPLD:
+        """The curve as a pessimistic dp_accounting PLD with its failure probability, ready to
+        compose with other releases (docs/math.md §7.1)."""
+        from minsep.framework.compose import DEFAULT_INTERVAL, CertifiedPLD, dominating_pair
+
+        pair = dominating_pair(self.epsilons, self.certified_delta)
+        interval = (
+            DEFAULT_INTERVAL
+            if value_discretization_interval is None
+            else value_discretization_interval
+        )
+        return CertifiedPLD(pair.to_pld(interval), self.failure_probability)
