@@ -247,18 +247,32 @@ class CalibrationResult(Result):
     pilot_samples: int | None = _optional(v.positive_int())
 
 
-def _grid(values: Any) -> tuple[float, ...]:
-    try:
-        return tuple(float(v.plain_number(value)) for value in values)
-    except TypeError:
+def _grid(name: str, values: Any, high: float) -> tuple[float, ...]:
+    """``values`` as a tuple of finite numbers in [0, high], refused by ``name`` otherwise."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
         raise ConfigurationError(
-            f"CurveResult grid = {values!r} is invalid: must be a sequence of numbers"
-        ) from None
+            f"CurveResult.{name} = {_clip(values)} is invalid: must be a sequence of numbers "
+            f"in [0, {high:g}]",
+            parameter=name,
+        )
+    return tuple(
+        float(v.check_range("CurveResult", name, item, low=0.0, high=high)) for item in values
+    )
+
+
+def _epsilons(values: Any) -> tuple[float, ...]:
+    return _grid("epsilons", values, math.inf)
+
+
+def _deltas(values: Any) -> tuple[float, ...]:
+    return _grid("delta", values, 1.0)
+
+
+def _certified_deltas(values: Any) -> tuple[float, ...]:
+    return _grid("certified_delta", values, 1.0)
 
 
 def _curve_values(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    for item in value:
-        v.check_range(type(instance).__name__, attribute.name, item, low=0.0, high=1.0)
     if len(value) != len(instance.epsilons):
         raise v.fail(instance, attribute.name, value, "one value per epsilon of the grid")
 
@@ -282,9 +296,11 @@ class CurveResult(Result):
 
     kind: ClassVar[str] = "curve"
 
-    epsilons: tuple[float, ...] = attrs.field(converter=_grid, validator=_epsilon_grid)
-    delta: tuple[float, ...] = attrs.field(converter=_grid, validator=_curve_values)
-    certified_delta: tuple[float, ...] = attrs.field(converter=_grid, validator=_curve_values)
+    epsilons: tuple[float, ...] = attrs.field(converter=_epsilons, validator=_epsilon_grid)
+    delta: tuple[float, ...] = attrs.field(converter=_deltas, validator=_curve_values)
+    certified_delta: tuple[float, ...] = attrs.field(
+        converter=_certified_deltas, validator=_curve_values
+    )
     sigma: float = _number(validator=_SIGMA)
     samples: int | None = _optional(v.positive_int())
     seed: int | None = _optional(v.integer(low=0))

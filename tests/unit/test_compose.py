@@ -194,10 +194,28 @@ def test_curve_results_round_trip_and_are_checked() -> None:
     data["certified_delta"] = data["certified_delta"][:2]
     with pytest.raises(ConfigurationError, match="certified_delta"):
         Result.from_dict(data)
-    data = curve.to_dict()
-    data["epsilons"] = [2.0, 1.0, 0.5]
-    with pytest.raises(ConfigurationError, match="epsilons"):
-        Result.from_dict(data)
+    for field, value in [("epsilons", [2.0, 1.0, 0.5]), ("epsilons", ["a", 1.0, 2.0]),
+                         ("epsilons", 3), ("delta", [0.1, True, 0.0]),
+                         ("certified_delta", [0.1, 1.5, 0.0]), ("delta", "abc")]:  # fmt: skip
+        data = curve.to_dict()
+        data[field] = value
+        with pytest.raises(ConfigurationError, match=field):
+            Result.from_dict(data)
+
+
+def test_the_exact_curve_is_the_exact_delta_at_each_point() -> None:
+    scheme = setup.build_scheme("cyclic_poisson", 64, 1 / 16, {"min_sep": 4})
+    strategy = setup.build_strategy(64, 4)
+    for name in ("pld", "rdp", "gaussian"):
+        accountant = setup.build_accountant(name, {})
+        if not accountant.supports(scheme, strategy):
+            continue
+        curve = accountant.delta_curve(scheme, strategy, 1.0, (0.5, 1.0, 2.0))
+        singles = [
+            accountant.delta(scheme, strategy, 1.0, e).certified_delta for e in curve.epsilons
+        ]
+        assert curve.certified_delta == tuple(singles) == curve.delta, name
+        assert curve.failure_probability == 0.0
 
 
 def test_delta_curve_checks_its_arguments() -> None:
