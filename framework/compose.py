@@ -120,6 +120,25 @@ class DominatingPair:
                 total += mass * -math.expm1(epsilon - loss)
         return min(total, 1.0)
 
+    def epsilon(self, delta: float) -> float:
+        """The smallest eps >= 0 with ``self.delta(eps) <= delta`` (to 1e-12 relative, rounded
+        up: bisection returning a point where the inequality was checked); inf when ``delta``
+        is below ``infinity_mass``."""
+        check_range("DominatingPair.epsilon", "delta", delta, low=0.0, high=1.0)
+        if self.delta(0.0) <= delta:
+            return 0.0
+        hi = max(self.losses, default=0.0)
+        if self.delta(hi) > delta:
+            return math.inf
+        lo = 0.0
+        while hi - lo > 1e-12 * max(hi, 1.0):
+            mid = 0.5 * (lo + hi)
+            if self.delta(mid) <= delta:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
     def to_pld(
         self, value_discretization_interval: float = DEFAULT_INTERVAL
     ) -> pld_lib.PrivacyLossDistribution:

@@ -272,6 +272,34 @@ def _certified_deltas(values: Any) -> tuple[float, ...]:
     return _grid("certified_delta", values, 1.0)
 
 
+def _target_deltas(values: Any) -> tuple[float, ...]:
+    values = _grid("target_deltas", values, 1.0)
+    if any(d <= 0 for d in values):
+        raise ConfigurationError(
+            f"CurveResult.target_deltas = {values!r} is invalid: must be in (0, 1]",
+            parameter="target_deltas",
+        )
+    return values
+
+
+def _certified_epsilons(values: Any) -> tuple[float, ...]:
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ConfigurationError(
+            f"CurveResult.certified_epsilons = {_clip(values)} is invalid: must be a sequence "
+            "of numbers >= 0 (inf allowed)",
+            parameter="certified_epsilons",
+        )
+    return tuple(
+        float(v.check_range("CurveResult", "certified_epsilons", item, low=0.0, infinite=True))
+        for item in values
+    )
+
+
+def _paired(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if len(value) != len(instance.target_deltas):
+        raise v.fail(instance, attribute.name, value, "one epsilon per target delta")
+
+
 def _curve_values(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if len(value) != len(instance.epsilons):
         raise v.fail(instance, attribute.name, value, "one value per epsilon of the grid")
@@ -309,6 +337,35 @@ class CurveResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    #: The epsilon(delta) view (:meth:`with_epsilons`): target deltas and the certified
+    #: epsilon at each, failure probability included (inf where none is certified).
+    target_deltas: tuple[float, ...] = attrs.field(default=(), converter=_target_deltas)
+    certified_epsilons: tuple[float, ...] = attrs.field(
+        default=(), converter=_certified_epsilons, validator=_paired
+    )
+
+    def certified_epsilon(self, delta: float) -> float:
+        """The smallest epsilon this curve certifies at ``delta``, failure probability
+        included: that of the curve's dominating pair (docs/math.md §7.1) at ``delta`` minus
+        the failure probability (so between grid points too); inf when none."""
+        from minsep.framework.compose import dominating_pair
+
+        v.check_range(
+            "CurveResult.certified_epsilon", "delta", delta, low=0.0, high=1.0, low_open=True
+        )
+        rest = delta - self.failure_probability
+        if rest <= 0:
+            return math.inf
+        return dominating_pair(self.epsilons, self.certified_delta).epsilon(rest)
+
+    def with_epsilons(self, deltas: Iterable[float]) -> CurveResult:
+        """This result with the certified epsilon at each of ``deltas`` filled in."""
+        targets = _target_deltas(deltas)
+        return attrs.evolve(
+            self,
+            target_deltas=targets,
+            certified_epsilons=tuple(self.certified_epsilon(d) for d in targets),
+        )
 
     def guarantee(self, epsilon: float) -> float:
         """The delta this curve certifies at ``epsilon``: the certified delta of the largest

@@ -10,6 +10,8 @@ bounds holding on the whole grid except with ``--failure-probability``); for the
 accountants (``pld``, ``gaussian``, ``rdp``) their exact or proven delta at each epsilon. Prints
 a table, ``--csv`` (columns ``epsilon,delta,certified_delta,guaranteed_delta``: the last adds
 the failure probability) or ``--json`` (the :class:`~minsep.framework.results.CurveResult`).
+``--deltas 1e-5,1e-6`` adds the epsilon(delta) view: the certified epsilon at each delta, read
+off the curve's dominating pair (so between grid points too), failure probability included.
 
 To compose the certificate with other releases, load the JSON in Python and turn it into a
 pessimistic dp_accounting PLD that carries its failure probability (docs/math.md §7.1)::
@@ -33,6 +35,7 @@ from fractions import Fraction
 from minsep.framework.cli import common
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.delta_command import refuse_delta
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import DEFAULT_CURVE_FAILURE
 from minsep.framework.results import CurveResult
 
@@ -50,6 +53,14 @@ def parse_epsilons(text: str) -> tuple[float, ...]:
     if not items:
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be e.g. 0.5,1,2,4")
     return tuple(_number(item) for item in items)
+
+
+def parse_deltas(text: str) -> tuple[float, ...]:
+    """argparse type: a comma-separated list of deltas in (0, 1), e.g. ``1e-5,1e-6``."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be e.g. 1e-5,1e-6")
+    return tuple(common.probability(item) for item in items)
 
 
 def parse_grid(text: str) -> tuple[float, ...]:
@@ -88,7 +99,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"Monte Carlo: the curve holds on the whole grid except with this probability "
         f"(default {DEFAULT_CURVE_FAILURE:g})",
     )
-    parser.add_argument("--csv", action="store_true", help="CSV output")
+    parser.add_argument(
+        "--deltas",
+        type=parse_deltas,
+        metavar="D1,D2,...",
+        help="also the epsilon(delta) view: the certified epsilon at each of these deltas, read "
+        "off the curve's dominating pair (between grid points too), failure probability "
+        "included (table and --json)",
+    )
+    parser.add_argument("--csv", action="store_true", help="CSV output of the delta(eps) table")
     parser.add_argument(
         "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
     )
@@ -100,6 +119,10 @@ def format_curve(result: CurveResult) -> list[str]:
     lines = [f"{'epsilon':>10}  {'delta (estimate)':>18}  {'delta (certified)':>18}"]
     for eps, hat, upper in zip(result.epsilons, result.delta, result.certified_delta, strict=True):
         lines.append(f"{common.fmt(eps):>10}  {common.fmt(hat):>18}  {common.fmt(upper):>18}")
+    if result.target_deltas:
+        lines.append(f"{'delta':>10}  {'epsilon (certified)':>18}")
+        for delta, eps in zip(result.target_deltas, result.certified_epsilons, strict=True):
+            lines.append(f"{common.fmt(delta):>10}  {common.fmt(eps):>18}")
     lines.append(f"sigma                {common.fmt(result.sigma)}")
     if beta > 0:
         lines.append(
@@ -128,6 +151,12 @@ def curve_csv(result: CurveResult) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     refuse_delta(args, "curve")
+    if args.deltas and args.csv:
+        raise ConfigurationError(
+            f"--deltas = {args.deltas!r} is invalid with --csv (the CSV holds the delta(eps) "
+            "table): use --json or the table for the epsilon(delta) view",
+            parameter="deltas",
+        )
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
     accountant = common.build_accountant(args)
@@ -136,6 +165,8 @@ def _run(args: argparse.Namespace) -> int:
     result = accountant.delta_curve(
         scheme, strategy, args.sigma, epsilons, args.failure_probability
     )
+    if args.deltas:
+        result = result.with_epsilons(args.deltas)
     if args.json:
         common.print_json(result)
     elif args.csv:

@@ -128,3 +128,14 @@ def test_curve_refuses_bad_grids(extra: list[str], capsys: pytest.CaptureFixture
 
 def test_parse_grid_is_inclusive() -> None:
     np.testing.assert_allclose(parse_grid("0:8:33"), np.linspace(0, 8, 33))
+
+
+def test_curve_gives_the_epsilon_of_delta_view(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["curve", *POISSON, "--epsilon-grid", "0:6:25", "--accountant", "pld"]
+    assert main([*base, "--deltas", "1e-3,1e-5", "--json"]) == 0
+    result = CurveResult.from_json(capsys.readouterr().out)
+    assert result.target_deltas == (1e-3, 1e-5)
+    assert result.certified_epsilons == tuple(result.certified_epsilon(d) for d in (1e-3, 1e-5))
+    assert main([*base, "--deltas", "1e-3"]) == 0
+    assert "epsilon (certified)" in capsys.readouterr().out
+    assert main([*base, "--deltas", "1e-3", "--csv"]) == 2

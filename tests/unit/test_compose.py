@@ -229,3 +229,34 @@ def test_delta_curve_checks_its_arguments() -> None:
         gaussian.delta_curve(scheme, strategy, -1.0, [1.0])
     with pytest.raises(ConfigurationError, match=r"delta_curve\.scheme"):
         gaussian.delta_curve(strategy, scheme, 1.0, [1.0])
+
+
+def test_epsilon_of_delta_reads_the_pair_between_grid_points() -> None:
+    grid = np.linspace(0.0, 8.0, 33)
+    curve = _poisson_curve(grid).with_epsilons([1e-3, 1e-5, 1e-30])
+    exact = _dpsgd()
+    pair = dominating_pair(curve.epsilons, curve.certified_delta)
+    for delta, eps in zip(curve.target_deltas[:2], curve.certified_epsilons[:2], strict=True):
+        assert eps >= float(exact.get_epsilon_for_delta(delta))  # never below the truth
+        assert pair.delta(eps) <= delta  # certified where it says
+        assert eps < float(exact.get_epsilon_for_delta(delta)) + 0.05  # and close to it
+        below = grid[grid <= eps].max()
+        assert eps > below  # between grid points, not at the next one up
+    assert curve.certified_epsilons[2] == math.inf  # beyond what the grid certifies
+    assert Result.from_json(curve.to_json()) == curve
+    with pytest.raises(ConfigurationError, match="certified_epsilons"):
+        CurveResult.from_dict({**curve.to_dict(), "certified_epsilons": [1.0]})
+    with pytest.raises(ConfigurationError, match="target_deltas"):
+        curve.with_epsilons([0.0])
+
+
+def test_epsilon_of_delta_folds_the_failure_probability() -> None:
+    curve = CurveResult(
+        accountant="x", method="monte_carlo", epsilons=(0.0, 1.0, 2.0), delta=(0.3, 0.05, 1e-3),
+        certified_delta=(0.3, 0.05, 1e-3), sigma=1.0, failure_probability=1e-4,
+    )  # fmt: skip
+    pair = dominating_pair(curve.epsilons, curve.certified_delta)
+    assert curve.certified_epsilon(1e-4) == math.inf
+    assert curve.certified_epsilon(0.01) == pair.epsilon(0.01 - 1e-4)
+    assert pair.delta(curve.certified_epsilon(0.01)) <= 0.01 - 1e-4
+    assert curve.certified_epsilon(0.5) == 0.0
