@@ -273,13 +273,13 @@ def _certified_deltas(values: Any) -> tuple[float, ...]:
 
 
 def _target_deltas(values: Any) -> tuple[float, ...]:
-    values = _grid("target_deltas", values, 1.0)
-    if any(d <= 0 for d in values):
+    deltas = _grid("target_deltas", values, 1.0)
+    if any(d <= 0 for d in deltas):
         raise ConfigurationError(
-            f"CurveResult.target_deltas = {values!r} is invalid: must be in (0, 1]",
+            f"CurveResult.target_deltas = {deltas!r} is invalid: must be in (0, 1]",
             parameter="target_deltas",
         )
-    return values
+    return deltas
 
 
 def _certified_epsilons(values: Any) -> tuple[float, ...]:
