@@ -151,6 +151,10 @@ def curve_csv(result: CurveResult) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     refuse_delta(args, "curve")
+    if args.json and args.csv:
+        raise ConfigurationError(
+            "--csv is invalid with --json: choose one output format", parameter="csv"
+        )
     if args.deltas and args.csv:
         raise ConfigurationError(
             f"--deltas = {args.deltas!r} is invalid with --csv (the CSV holds the delta(eps) "

@@ -139,3 +139,4 @@ def test_curve_gives_the_epsilon_of_delta_view(capsys: pytest.CaptureFixture[str
     assert main([*base, "--deltas", "1e-3"]) == 0
     assert "epsilon (certified)" in capsys.readouterr().out
     assert main([*base, "--deltas", "1e-3", "--csv"]) == 2
+    assert main([*base, "--csv", "--json"]) == 2
