@@ -7,8 +7,8 @@ other releases. :func:`dominating_pair` builds the tightest pair of distribution
 mechanism satisfying the whole curve is dominated by: its privacy profile, as a function of
 ``x = e^eps``, is the lower convex envelope of the profiles of the single ``(eps_i, delta_i)``
 guarantees (Doroshenko et al. 2022's "connect the dots", here from upper bounds). The envelope
-is computed in exact rational arithmetic, so its privacy losses are the grid's ``+-eps_i``
-(rounded up) and its masses are never negative.
+is computed in exact rational arithmetic from ``e^eps_i`` rounded up (a weaker guarantee), so
+its privacy losses are the grid's ``+-eps_i`` and its masses are never negative.
 
 :meth:`DominatingPair.to_pld` gives it as a pessimistic dp_accounting
 ``PrivacyLossDistribution``; :class:`CertifiedPLD` keeps the failure probability next to it,
@@ -112,6 +112,10 @@ def _round_down(value: Fraction) -> float:
     return math.nextafter(result, -math.inf) if Fraction(result) > value else result
 
 
+def _as_tuple(values: Any) -> tuple[float, ...]:
+    return tuple(values)
+
+
 @attrs.frozen
 class DominatingPair:
     """A privacy loss distribution: mass ``masses[k]`` at loss ``losses[k]`` and
@@ -121,9 +125,30 @@ class DominatingPair:
     losses[k]))_+`` (docs/math.md §7.1).
     """
 
-    losses: tuple[float, ...]
-    masses: tuple[float, ...]
-    infinity_mass: float
+    losses: tuple[float, ...] = attrs.field(converter=_as_tuple)
+    masses: tuple[float, ...] = attrs.field(converter=_as_tuple)
+    infinity_mass: float = attrs.field()
+
+    def __attrs_post_init__(self) -> None:
+        owner = "DominatingPair"
+        for loss in self.losses:
+            check_range(owner, "losses", loss)
+        for mass in self.masses:
+            check_range(owner, "masses", mass, low=0.0, high=1.0)
+        check_range(owner, "infinity_mass", self.infinity_mass, low=0.0, high=1.0)
+        if len(self.masses) != len(self.losses):
+            raise ConfigurationError(
+                f"{owner}.masses has {len(self.masses)} values; must have one per loss "
+                f"({len(self.losses)})",
+                parameter="masses",
+            )
+        total = math.fsum(self.masses) + self.infinity_mass
+        if total > 1 + 1e-9:
+            raise ConfigurationError(
+                f"{owner}.masses = {self.masses!r} is invalid: with infinity_mass they sum to "
+                f"{total!r}; must sum to at most 1",
+                parameter="masses",
+            )
 
     def delta(self, epsilon: float) -> float:
         """The hockey-stick divergence H_{e^eps} of the pair (both directions)."""

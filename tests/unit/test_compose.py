@@ -275,3 +275,16 @@ def test_loose_random_curves_still_dominate_the_truth(seed: int) -> None:
     assert np.all(_pair_deltas(pair, grid) <= upper + TOL)
     assert np.all(_pair_deltas(pair, FINE) >= _deltas(truth, FINE) - TOL)
     assert np.all(_deltas(pair.to_pld(H), FINE) >= _deltas(truth, FINE) - TOL)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [({"losses": (1.0,), "masses": (-0.1,), "infinity_mass": 0.0}, "masses"),
+     ({"losses": (1.0,), "masses": (0.6,), "infinity_mass": 0.6}, "masses"),
+     ({"losses": (1.0, 2.0), "masses": (0.5,), "infinity_mass": 0.0}, "masses"),
+     ({"losses": (math.nan,), "masses": (0.5,), "infinity_mass": 0.0}, "losses"),
+     ({"losses": (), "masses": (), "infinity_mass": 1.5}, "infinity_mass")],
+)  # fmt: skip
+def test_bad_pairs_are_refused(kwargs: dict[str, object], parameter: str) -> None:
+    with pytest.raises(ConfigurationError, match=parameter):
+        DominatingPair(**kwargs)  # type: ignore[arg-type]
