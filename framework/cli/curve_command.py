@@ -95,9 +95,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--failure-probability",
         type=common.probability,
-        default=DEFAULT_CURVE_FAILURE,
+        default=None,
         help=f"Monte Carlo: the curve holds on the whole grid except with this probability "
-        f"(default {DEFAULT_CURVE_FAILURE:g})",
+        f"(default {DEFAULT_CURVE_FAILURE:g}); exact and proven accountants have none",
     )
     parser.add_argument(
         "--deltas",
@@ -166,9 +166,13 @@ def _run(args: argparse.Namespace) -> int:
     accountant = common.build_accountant(args)
     common.show_plans()
     epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid
-    result = accountant.delta_curve(
-        scheme, strategy, args.sigma, epsilons, args.failure_probability
-    )
+    beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
+    result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)
+    if args.failure_probability is not None and result.failure_probability != beta:
+        common.warn(
+            f"--failure-probability {beta:g} is not what accountant {result.accountant!r} "
+            f"spends: its curve's failure probability is {result.failure_probability:g}"
+        )
     if args.deltas:
         result = result.with_epsilons(args.deltas)
     if args.json:

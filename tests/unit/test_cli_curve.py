@@ -140,3 +140,6 @@ def test_curve_gives_the_epsilon_of_delta_view(capsys: pytest.CaptureFixture[str
     assert "epsilon (certified)" in capsys.readouterr().out
     assert main([*base, "--deltas", "1e-3", "--csv"]) == 2
     assert main([*base, "--csv", "--json"]) == 2
+    capsys.readouterr()
+    assert main([*base, "--failure-probability", "1e-3", "--csv"]) == 0
+    assert "is not what accountant 'pld' spends" in capsys.readouterr().err
