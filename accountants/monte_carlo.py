@@ -65,7 +65,12 @@ from minsep.framework.montecarlo.planning import (
 from minsep.framework.montecarlo.planning import logger as plan_log
 from minsep.framework.montecarlo.sampling import MAX_SAMPLES
 from minsep.framework.registries import accountants
-from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+from minsep.framework.results import (
+    CalibrationResult,
+    CurveResult,
+    DeltaResult,
+    EpsilonResult,
+)
 
 __all__ = ["MonteCarloAccountant"]
 
@@ -582,6 +587,33 @@ class MonteCarloAccountant(Accountant):
         question = self.ask("curve", scheme, strategy, sigma=sigma)
         with self._hold_checkpoint():
             return self._curve(question, epsilons, failure_probability)
+
+    def _delta_curve(
+        self, question: Question, epsilons: tuple[float, ...], failure_probability: float
+    ) -> CurveResult:
+        """:meth:`curve` as a :class:`CurveResult`: one verification sample bounds every grid
+        point together, except with ``failure_probability`` (not folded into delta)."""
+        model = self._model(question.scheme, question.strategy)
+        with self._hold_checkpoint():
+            curve = self._curve(question, epsilons, failure_probability)
+        return CurveResult(
+            **self._provenance(question, model),
+            notes=self._notes(
+                model,
+                (
+                    f"simultaneous KL upper confidence bounds on {curve.samples} fresh samples "
+                    f"per direction; failure probability {curve.failure_probability:.3g} over "
+                    "the whole grid, not folded into delta",
+                ),
+            ),
+            epsilons=curve.epsilons,
+            delta=tuple(min(d, 1.0) for d in curve.delta_hat),
+            certified_delta=tuple(min(d, 1.0) for d in curve.delta_upper),
+            sigma=curve.sigma,
+            samples=curve.samples,
+            seed=curve.seed,
+            failure_probability=curve.failure_probability,
+        )
 
     def _curve(
         self,

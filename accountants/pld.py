@@ -35,7 +35,12 @@ from minsep.framework.errors import (
 )
 from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants
-from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+from minsep.framework.results import (
+    CalibrationResult,
+    CurveResult,
+    DeltaResult,
+    EpsilonResult,
+)
 from minsep.framework.validation import check_range, number
 
 if TYPE_CHECKING:
@@ -291,6 +296,23 @@ class PLDAccountant(Accountant):
         accountant = self._new()
         accountant.compose(self._affordable_event(q.scheme, q.strategy, q.sigma))
         return q.bound_delta(min(max(float(accountant.get_delta(q.epsilon)), 0.0), 1.0))
+
+    def _delta_curve(
+        self, question: Question, epsilons: tuple[float, ...], failure_probability: float
+    ) -> CurveResult:
+        """Exact delta at every grid epsilon from one composed PLD (upper bounds that hold
+        together: nothing random)."""
+        q = question
+        accountant = self._new()
+        accountant.compose(self._affordable_event(q.scheme, q.strategy, q.sigma))
+        deltas = tuple(min(max(float(accountant.get_delta(e)), 0.0), 1.0) for e in epsilons)
+        return CurveResult(
+            **q.provenance("exact"),
+            epsilons=epsilons,
+            delta=deltas,
+            certified_delta=deltas,
+            sigma=q.sigma,
+        )
 
     def _calibrate(self, question: Question) -> CalibrationResult:
         """The smallest sigma (within ``sigma_rtol``) whose exact epsilon(delta) <= ``epsilon``.

@@ -27,12 +27,20 @@ if TYPE_CHECKING:
     from minsep.framework.backend import Backend, RandomSource
     from minsep.framework.parameters import CompareContext, CompareVariant, Parameter
     from minsep.framework.participation import ParticipationChain
-    from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
+    from minsep.framework.results import (
+        CalibrationResult,
+        CurveResult,
+        DeltaResult,
+        EpsilonResult,
+    )
 
 
 #: A result type (EpsilonResult, DeltaResult, CalibrationResult).
 R = TypeVar("R")
 
+
+#: Default failure probability of a simultaneous Monte Carlo curve (``Accountant.delta_curve``).
+DEFAULT_CURVE_FAILURE = 1e-6
 
 #: Float64 arrays of ``n_steps`` values per sample that :meth:`PrivacyLossModel.bytes_per_sample`
 #: assumes for a model that does not declare its own figure.
@@ -576,6 +584,61 @@ class Accountant(ABC):
         """The smallest noise multiplier certified (epsilon, delta)-DP (conservative)."""
         question = self.ask("calibrate", scheme, strategy, epsilon=epsilon, delta=delta)
         return question.timed(self._calibrate)
+
+    def delta_curve(
+        self,
+        scheme: SamplingScheme,
+        strategy: Strategy,
+        sigma: float,
+        epsilons: Sequence[float],
+        failure_probability: float = DEFAULT_CURVE_FAILURE,
+    ) -> CurveResult:
+        """delta(eps) on the increasing grid ``epsilons``, bounds that hold **together**
+        (docs/math.md §7, §7.1): for exact and proven routes always, for Monte Carlo except
+        with the result's ``failure_probability`` (``failure_probability`` is that budget
+        where the accountant spends one; the per-point route sums its points' own)."""
+        from minsep.framework.compose import check_epsilon_grid
+
+        owner = f"{type(self).__name__}.delta_curve"
+        grid = check_epsilon_grid(owner, epsilons)
+        beta = float(
+            check_range(
+                owner,
+                "failure_probability",
+                failure_probability,
+                low=0.0,
+                high=1.0,
+                low_open=True,
+                high_open=True,
+            )
+        )
+        question = self.ask("delta_curve", scheme, strategy, sigma=sigma)
+        return question.timed(lambda q: self._delta_curve(q, grid, beta))
+
+    def _delta_curve(
+        self, question: Question, epsilons: tuple[float, ...], failure_probability: float
+    ) -> CurveResult:
+        """:meth:`delta_curve` by :meth:`_delta` at every grid point: each certified delta
+        holds except with its own failure probability, so all hold together except with
+        their sum (union bound), which the result reports. An accountant that bounds the
+        curve simultaneously from one sample (Monte Carlo) overrides this."""
+        from minsep.framework.results import CurveResult
+
+        answers = [self._delta(attrs.evolve(question, epsilon=e)) for e in epsilons]
+        first = answers[0]
+        return CurveResult(
+            **question.provenance(first.method),
+            notes=tuple(dict.fromkeys(n for a in answers for n in a.notes)),
+            epsilons=epsilons,
+            delta=tuple(a.delta for a in answers),
+            certified_delta=tuple(a.certified_delta for a in answers),
+            sigma=question.sigma,
+            samples=first.samples,
+            seed=first.seed,
+            failure_probability=min(math.fsum(a.failure_probability for a in answers), 1.0),
+            backend=first.backend,
+            kernels=first.kernels,
+        )
 
     @abstractmethod
     def _epsilon(self, question: Question) -> EpsilonResult:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 
 from minsep.framework import validation as v
 from minsep.framework.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from minsep.framework.compose import CertifiedPLD
 
 R = TypeVar("R", bound="Result")
 
@@ -279,3 +282,147 @@ class CalibrationResult(Result):
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
     pilot_samples: int | None = _optional(v.positive_int())
+
+
+def _grid(name: str, values: Any, high: float) -> tuple[float, ...]:
+    """``values`` as a tuple of finite numbers in [0, high], refused by ``name`` otherwise."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ConfigurationError(
+            f"CurveResult.{name} = {_clip(values)} is invalid: must be a sequence of numbers "
+            f"in [0, {high:g}]",
+            parameter=name,
+        )
+    return tuple(
+        float(v.check_range("CurveResult", name, item, low=0.0, high=high)) for item in values
+    )
+
+
+def _epsilons(values: Any) -> tuple[float, ...]:
+    return _grid("epsilons", values, math.inf)
+
+
+def _deltas(values: Any) -> tuple[float, ...]:
+    return _grid("delta", values, 1.0)
+
+
+def _certified_deltas(values: Any) -> tuple[float, ...]:
+    return _grid("certified_delta", values, 1.0)
+
+
+def _target_deltas(values: Any) -> tuple[float, ...]:
+    deltas = _grid("target_deltas", values, 1.0)
+    if any(d <= 0 for d in deltas):
+        raise ConfigurationError(
+            f"CurveResult.target_deltas = {deltas!r} is invalid: must be in (0, 1]",
+            parameter="target_deltas",
+        )
+    return deltas
+
+
+def _certified_epsilons(values: Any) -> tuple[float, ...]:
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ConfigurationError(
+            f"CurveResult.certified_epsilons = {_clip(values)} is invalid: must be a sequence "
+            "of numbers >= 0 (inf allowed)",
+            parameter="certified_epsilons",
+        )
+    return tuple(
+        float(v.check_range("CurveResult", "certified_epsilons", item, low=0.0, infinite=True))
+        for item in values
+    )
+
+
+def _paired(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if len(value) != len(instance.target_deltas):
+        raise v.fail(instance, attribute.name, value, "one epsilon per target delta")
+
+
+def _curve_values(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if len(value) != len(instance.epsilons):
+        raise v.fail(instance, attribute.name, value, "one value per epsilon of the grid")
+
+
+def _epsilon_grid(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    from minsep.framework.compose import check_epsilon_grid
+
+    check_epsilon_grid(type(instance).__name__, value)
+
+
+@attrs.frozen(kw_only=True)
+class CurveResult(Result):
+    """delta(eps) on a grid of epsilons at one noise multiplier (max over both directions).
+
+    ``certified_delta[g]`` bounds ``delta(epsilons[g])`` for every g **together**, except
+    with probability ``failure_probability`` (0 for exact and proven routes); ``delta`` is
+    the estimate (equal for exact routes). The failure probability is not folded in: a
+    guarantee read off the curve is ``(eps, certified_delta + failure_probability)``, which
+    :meth:`guarantee` and :meth:`certified_pld` do (docs/math.md §7.1).
+    """
+
+    kind: ClassVar[str] = "curve"
+
+    epsilons: tuple[float, ...] = attrs.field(converter=_epsilons, validator=_epsilon_grid)
+    delta: tuple[float, ...] = attrs.field(converter=_deltas, validator=_curve_values)
+    certified_delta: tuple[float, ...] = attrs.field(
+        converter=_certified_deltas, validator=_curve_values
+    )
+    sigma: float = _number(validator=_SIGMA)
+    samples: int | None = _optional(v.positive_int())
+    seed: int | None = _optional(v.integer(low=0))
+    failure_probability: float = _number(0.0, _UNIT)
+    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
+    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
+        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
+    )
+    #: The epsilon(delta) view (:meth:`with_epsilons`): target deltas and the certified
+    #: epsilon at each, failure probability included (inf where none is certified).
+    target_deltas: tuple[float, ...] = attrs.field(default=(), converter=_target_deltas)
+    certified_epsilons: tuple[float, ...] = attrs.field(
+        default=(), converter=_certified_epsilons, validator=_paired
+    )
+
+    def certified_epsilon(self, delta: float) -> float:
+        """The smallest epsilon this curve certifies at ``delta``, failure probability
+        included: that of the curve's dominating pair (docs/math.md §7.1) at ``delta`` minus
+        the failure probability (so between grid points too); inf when none."""
+        from minsep.framework.compose import dominating_pair
+
+        v.check_range(
+            "CurveResult.certified_epsilon", "delta", delta, low=0.0, high=1.0, low_open=True
+        )
+        rest = delta - self.failure_probability
+        if rest <= 0:
+            return math.inf
+        return dominating_pair(self.epsilons, self.certified_delta).epsilon(rest)
+
+    def with_epsilons(self, deltas: Iterable[float]) -> CurveResult:
+        """This result with the certified epsilon at each of ``deltas`` filled in."""
+        targets = _target_deltas(deltas)
+        return attrs.evolve(
+            self,
+            target_deltas=targets,
+            certified_epsilons=tuple(self.certified_epsilon(d) for d in targets),
+        )
+
+    def guarantee(self, epsilon: float) -> float:
+        """The delta this curve certifies at ``epsilon``: the certified delta of the largest
+        grid point ``<= epsilon`` (delta is non-increasing) plus the failure probability;
+        1 below the grid."""
+        v.check_range("CurveResult.guarantee", "epsilon", epsilon, low=0.0)
+        below = [
+            d for e, d in zip(self.epsilons, self.certified_delta, strict=True) if e <= epsilon
+        ]
+        return min(min(below, default=1.0) + self.failure_probability, 1.0)
+
+    def certified_pld(self, value_discretization_interval: float | None = None) -> CertifiedPLD:
+        """The curve as a pessimistic dp_accounting PLD with its failure probability, ready to
+        compose with other releases (docs/math.md §7.1)."""
+        from minsep.framework.compose import DEFAULT_INTERVAL, CertifiedPLD, dominating_pair
+
+        pair = dominating_pair(self.epsilons, self.certified_delta)
+        interval = (
+            DEFAULT_INTERVAL
+            if value_discretization_interval is None
+            else value_discretization_interval
+        )
+        return CertifiedPLD(pair.to_pld(interval), self.failure_probability)

@@ -141,6 +141,10 @@ def _probability(text: str) -> float:
     return value
 
 
+#: argparse type: a probability in (0, 1) (fractions accepted).
+probability = _probability
+
+
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (fractions accepted)."""
     try:

@@ -49,7 +49,7 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
     lines.append(f"sigma                {common.fmt(result.sigma)}")
     n_steps = result.scheme.get("n_steps")
     lines.extend(
-        _sample_lines(
+        sample_lines(
             result.samples,
             result.pilot_samples,
             result.seconds,
@@ -63,7 +63,7 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
     return lines
 
 
-def _sample_lines(
+def sample_lines(
     samples: int | None, pilot: int | None, seconds: float, n_steps: int | None = None
 ) -> list[str]:
     lines = []

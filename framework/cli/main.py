@@ -19,6 +19,8 @@ BUILTIN: tuple[str, ...] = (
     "minsep.framework.cli.compare_command",
     "minsep.framework.cli.epsilon_command",
     "minsep.framework.cli.calibrate_command",
+    "minsep.framework.cli.delta_command",
+    "minsep.framework.cli.curve_command",
 )
 
 

@@ -1,0 +1,195 @@
+"""``minsep curve``: the delta(eps) curve on a grid of epsilons, bounds that hold together.
+
+Example::
+
+    minsep curve --scheme b_min_sep --min-sep 8 --bands 8 --steps 1024 --rate 1/256 \\
+        --sigma 1 --epsilons 0.5,1,2,4
+
+For Monte Carlo the simultaneous certified curve (one verification sample, KL upper confidence
+bounds holding on the whole grid except with ``--failure-probability``); for the deterministic
+accountants (``pld``, ``gaussian``, ``rdp``) their exact or proven delta at each epsilon. Prints
+a table, ``--csv`` (columns ``epsilon,delta,certified_delta,guaranteed_delta``: the last adds
+the failure probability) or ``--json`` (the :class:`~minsep.framework.results.CurveResult`).
+``--deltas 1e-5,1e-6`` adds the epsilon(delta) view: the certified epsilon at each delta, read
+off the curve's dominating pair (so between grid points too), failure probability included.
+
+To compose the certificate with other releases, load the JSON in Python and turn it into a
+pessimistic dp_accounting PLD that carries its failure probability (docs/math.md §7.1)::
+
+    from minsep.framework.results import CurveResult
+    certified = CurveResult.from_json(text).certified_pld()   # a CertifiedPLD
+    total = certified.compose(other_pld)                     # other_pld: a dp_accounting PLD
+    total.get_epsilon_for_delta(1e-5)                        # failure probability included
+
+Exit status 0 when some grid point certifies a delta below 1, ``common.EXIT_UNCERTIFIED`` (3)
+when none does, 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+from fractions import Fraction
+
+from minsep.framework.cli import common
+from minsep.framework.cli.command import Command
+from minsep.framework.cli.delta_command import refuse_delta
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.interfaces import DEFAULT_CURVE_FAILURE
+from minsep.framework.results import CurveResult
+
+
+def _number(text: str) -> float:
+    try:
+        return float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def parse_epsilons(text: str) -> tuple[float, ...]:
+    """argparse type: a comma-separated list of epsilons, e.g. ``0.5,1,2,4``."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be e.g. 0.5,1,2,4")
+    return tuple(_number(item) for item in items)
+
+
+def parse_deltas(text: str) -> tuple[float, ...]:
+    """argparse type: a comma-separated list of deltas in (0, 1), e.g. ``1e-5,1e-6``."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be e.g. 1e-5,1e-6")
+    return tuple(common.probability(item) for item in items)
+
+
+def parse_grid(text: str) -> tuple[float, ...]:
+    """argparse type: ``LO:HI:N``, N >= 2 evenly spaced epsilons from LO to HI inclusive."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        lo, hi, count = _number(parts[0]), _number(parts[1]), int(parts[2])
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is invalid: must be LO:HI:N, e.g. 0:8:33"
+        ) from None
+    if not (0 <= lo < hi) or count < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must have 0 <= LO < HI and N >= 2")
+    return tuple(lo + (hi - lo) * i / (count - 1) for i in range(count))
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    common.add_setup_arguments(parser)
+    parser.set_defaults(delta=None)  # the curve fixes epsilons: --delta is refused
+    parser.add_argument(
+        "--sigma", type=common.positive_float, required=True, help="noise multiplier"
+    )
+    grid = parser.add_mutually_exclusive_group(required=True)
+    grid.add_argument(
+        "--epsilons", type=parse_epsilons, metavar="E1,E2,...", help="increasing epsilons"
+    )
+    grid.add_argument(
+        "--epsilon-grid", type=parse_grid, metavar="LO:HI:N", help="N evenly spaced epsilons"
+    )
+    parser.add_argument(
+        "--failure-probability",
+        type=common.probability,
+        default=None,
+        help=f"Monte Carlo: the curve holds on the whole grid except with this probability "
+        f"(default {DEFAULT_CURVE_FAILURE:g}); exact and proven accountants have none",
+    )
+    parser.add_argument(
+        "--deltas",
+        type=parse_deltas,
+        metavar="D1,D2,...",
+        help="also the epsilon(delta) view: the certified epsilon at each of these deltas, read "
+        "off the curve's dominating pair (between grid points too), failure probability "
+        "included (table and --json)",
+    )
+    parser.add_argument("--csv", action="store_true", help="CSV output of the delta(eps) table")
+    parser.add_argument(
+        "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
+    )
+
+
+def format_curve(result: CurveResult) -> list[str]:
+    """Human-readable lines for a curve: a table and the provenance."""
+    beta = result.failure_probability
+    lines = [f"{'epsilon':>10}  {'delta (estimate)':>18}  {'delta (certified)':>18}"]
+    for eps, hat, upper in zip(result.epsilons, result.delta, result.certified_delta, strict=True):
+        lines.append(f"{common.fmt(eps):>10}  {common.fmt(hat):>18}  {common.fmt(upper):>18}")
+    if result.target_deltas:
+        lines.append(f"{'delta':>10}  {'epsilon (certified)':>18}")
+        for delta, eps in zip(result.target_deltas, result.certified_epsilons, strict=True):
+            lines.append(f"{common.fmt(delta):>10}  {common.fmt(eps):>18}")
+    lines.append(f"sigma                {common.fmt(result.sigma)}")
+    if beta > 0:
+        lines.append(
+            f"failure probability  {beta:.2g} for the whole curve (not folded in: the run is "
+            "(epsilon, certified delta + failure probability)-DP)"
+        )
+    if result.samples is not None:
+        lines.append(f"samples              {result.samples:,} verification per direction")
+    lines.append(f"seconds              {result.seconds:.3f}")
+    if result.seed is not None:
+        lines.append(f"seed                 {result.seed}")
+    lines.append(f"accountant           {result.accountant} ({result.method})")
+    lines.extend(f"note: {note}" for note in result.notes)
+    return lines
+
+
+def curve_csv(result: CurveResult) -> str:
+    """The curve as CSV: ``epsilon,delta,certified_delta,guaranteed_delta``."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["epsilon", "delta", "certified_delta", "guaranteed_delta"])
+    for eps, hat, upper in zip(result.epsilons, result.delta, result.certified_delta, strict=True):
+        writer.writerow([repr(eps), repr(hat), repr(upper), repr(result.guarantee(eps))])
+    return out.getvalue()
+
+
+def _run(args: argparse.Namespace) -> int:
+    refuse_delta(args, "curve")
+    if args.json and args.csv:
+        raise ConfigurationError(
+            "--csv is invalid with --json: choose one output format", parameter="csv"
+        )
+    if args.deltas and args.csv:
+        raise ConfigurationError(
+            f"--deltas = {args.deltas!r} is invalid with --csv (the CSV holds the delta(eps) "
+            "table): use --json or the table for the epsilon(delta) view",
+            parameter="deltas",
+        )
+    scheme = common.build_scheme(args)
+    strategy = common.build_strategy(args)
+    accountant = common.build_accountant(args)
+    common.show_plans()
+    epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid
+    beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
+    result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)
+    if args.failure_probability is not None and result.failure_probability != beta:
+        common.warn(
+            f"--failure-probability {beta:g} is not what accountant {result.accountant!r} "
+            f"spends: its curve's failure probability is {result.failure_probability:g}"
+        )
+    if args.deltas:
+        result = result.with_epsilons(args.deltas)
+    if args.json:
+        common.print_json(result)
+    elif args.csv:
+        print(curve_csv(result), end="")
+    else:
+        print("\n".join(format_curve(result)))
+    if not any(d < 1.0 for d in result.certified_delta):
+        common.warn("no grid point certifies a delta below 1; exit status 3")
+        return common.EXIT_UNCERTIFIED
+    return 0
+
+
+command = Command(
+    "curve",
+    "delta(epsilon) on a grid of epsilons, certified together (composable, docs/math.md §7.1)",
+    _add_arguments,
+    _run,
+)
