@@ -467,7 +467,7 @@ class EscortProposal:
         tally = escort_sample(
             model,
             setup,
-            grid,
+            grid.tolist(),
             log_scale,
             n_samples=pilot_samples,
             seed=seed,
