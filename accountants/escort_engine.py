@@ -683,6 +683,63 @@ class EscortProposal:
             proposal=ProposalInfo("escort", order, setups[-1].log_z, scale, handled),
         )
 
+    def locate_sigma(
+        self,
+        model: PrivacyLossModel,
+        epsilon: float,
+        target: float,
+        *,
+        samples: int,
+        seed: int,
+        config: EngineConfig | None = None,
+        low: float = 2.0**-4,
+        high: float = 2.0**8,
+        steps: int = 14,
+    ) -> float:
+        """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``.
+
+        No guarantee; it only centres the sweep that :meth:`calibrate_sweep` verifies. A sigma
+        too small for every affordable order counts as failing. Raises CalibrationError when
+        even ``high`` fails.
+        """
+
+        def passes(sigma: float, step: int) -> bool:
+            try:
+                setups = self.setups(model, sigma)
+            except ConfigurationError:
+                return False
+            setup = choose_setup(setups, float(epsilon))
+            if math.exp(setup.log_support(float(epsilon))) <= target:
+                return True
+            log_scale = setup.log_support(float(epsilon))
+            tally = escort_sample(
+                model,
+                setup,
+                (float(epsilon),),
+                log_scale,
+                n_samples=samples,
+                seed=seed,
+                stream=PILOT_STREAM,
+                config=config,
+                description=f"escort locate {step}",
+                max_states=self.max_states,
+            )
+            return _mean([tally], 0)[0] * math.exp(log_scale) <= target
+
+        if not passes(high, 0):
+            raise CalibrationError(
+                f"escort pilot: even sigma = {high:g} has delta_hat > {target:.3g} at epsilon "
+                f"{epsilon:g}; raise sigma_high, or {FALLBACK}"
+            )
+        lo, hi = math.log(low), math.log(high)
+        for step in range(1, steps + 1):
+            mid = 0.5 * (lo + hi)
+            if passes(math.exp(mid), step):
+                hi = mid
+            else:
+                lo = mid
+        return math.exp(hi)
+
     def estimate_delta(
         self,
         model: PrivacyLossModel,

@@ -190,6 +190,8 @@ class EpsilonResult(Result):
     )
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
+    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
+    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
 
 @attrs.frozen(kw_only=True)
@@ -215,6 +217,8 @@ class DeltaResult(Result):
     )
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
+    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
+    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
 
 @attrs.frozen(kw_only=True)
@@ -242,3 +246,5 @@ class CalibrationResult(Result):
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
     pilot_samples: int | None = _optional(v.positive_int())
+    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
+    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
