@@ -82,8 +82,8 @@ INFLATE = 1e-10
 SUPPORT_SLACK = 1e-9
 #: Pilot grid of epsilons (candidates are grid points; resolution eps_max / (size - 1)).
 PILOT_GRID = 2001
-#: Elements (samples x steps) of one escort chunk's outputs (64 MiB of float64).
-CHUNK_ELEMENTS = 1 << 23
+#: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
+CHUNK_ELEMENTS = 1 << 24
 
 
 class _Target(Protocol):

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
+from minsep.accountants.escort import sample_escort_counts
 from minsep.accountants.escort_engine import (
     EscortChunkTask,
     EscortProposal,
@@ -25,6 +26,7 @@ from minsep.accountants.escort_engine import (
     escort_sample,
     escort_setups,
 )
+from minsep.accountants.escort_kernels import NUMBA_AVAILABLE
 from minsep.framework.interfaces import Direction
 from minsep.framework.montecarlo import (
     EngineConfig,
@@ -34,6 +36,7 @@ from minsep.framework.montecarlo import (
     certify_epsilon,
 )
 from minsep.framework.montecarlo.proposals import SupportBoundError
+from minsep.framework.participation import ParticipationChain
 from minsep.schemes.b_min_sep import BMinSep
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 from minsep.strategies import BandedToeplitz
@@ -283,3 +286,24 @@ def test_chunk_task_describes_its_escort() -> None:
     task = EscortChunkTask(model, (SIGMA,), 10, 0, 1, (1.0,), (Direction.REMOVE,), 5, None)
     described = task.describe()
     assert described["proposal"] == "escort" and described["order"] == 2
+
+
+@pytest.mark.parametrize(
+    ("n", "b", "p", "warm", "order", "bands"),
+    [(23, 3, 0.2, True, 2, 2), (40, 4, 0.3, False, 3, 3), (30, 2, 1.0, True, 2, 2)],
+)
+def test_compiled_backward_walk_draws_the_same_tuples(
+    n: int, b: int, p: float, warm: bool, order: int, bands: int
+) -> None:
+    if not NUMBA_AVAILABLE:
+        pytest.skip("numba is not available")
+    chain = ParticipationChain(n_steps=n, min_sep=b, probability=p, warm_start=warm)
+    c = np.linspace(1.0, 0.5, bands)
+    c /= np.linalg.norm(c)
+    draws = [
+        sample_escort_counts(chain, c, 0.8, order, 400, np.random.default_rng(3), kernels=k)
+        for k in ("array", "numba")
+    ]
+    assert np.array_equal(draws[0].counts, draws[1].counts)
+    assert draws[0].log_z == draws[1].log_z
+    assert draws[0].counts.sum() > 0
