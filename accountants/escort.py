@@ -25,7 +25,6 @@ import math
 
 import attrs
 import numpy as np
-from scipy.signal import lfilter
 from scipy.special import logsumexp
 
 from minsep.accountants import rdp_moments as moments
@@ -215,8 +214,20 @@ def _forward_filter_backward_sample(
 def escort_outputs(
     counts: np.ndarray, coefficients: np.ndarray, sigma: float, rng: np.random.Generator
 ) -> np.ndarray:
-    """``y = C counts + sigma z`` per row (banded Toeplitz C, rows cut at step n)."""
-    mean = lfilter(np.asarray(coefficients, dtype=np.float64), [1.0], counts, axis=1)
+    """``y = C counts + sigma z`` per row (banded Toeplitz C, rows cut at step n).
+
+    ``C counts`` is built from the nonzero counts only (a draw participates a few times), so
+    the cost is O(nonzeros * k) plus the normals, not O(n k) per row.
+    """
+    c = np.asarray(coefficients, dtype=np.float64)
+    n = counts.shape[1]
+    mean = np.zeros(counts.shape, dtype=np.float64)
+    rows, steps = np.nonzero(counts)
+    values = counts[rows, steps].astype(np.float64)
+    for j in range(min(c.size, n)):
+        columns = steps + j
+        keep = columns < n
+        np.add.at(mean, (rows[keep], columns[keep]), values[keep] * c[j])
     return np.asarray(mean + sigma * rng.standard_normal(counts.shape), dtype=np.float64)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
-from minsep.accountants.escort import sample_escort_counts
+from minsep.accountants.escort import escort_outputs, sample_escort_counts
 from minsep.accountants.escort_engine import (
     EscortChunkTask,
     EscortProposal,
@@ -307,3 +307,13 @@ def test_compiled_backward_walk_draws_the_same_tuples(
     assert np.array_equal(draws[0].counts, draws[1].counts)
     assert draws[0].log_z == draws[1].log_z
     assert draws[0].counts.sum() > 0
+
+
+def test_escort_outputs_apply_the_dense_strategy() -> None:
+    rng = np.random.default_rng(0)
+    counts = (rng.random((30, 12)) < 0.2).astype(np.int8) * rng.integers(1, 3, (30, 12))
+    c = (0.6, 0.5, 0.4, 0.3, 0.2)
+    y = escort_outputs(counts.astype(np.int8), np.asarray(c), 0.5, np.random.default_rng(1))
+    noise = 0.5 * np.random.default_rng(1).standard_normal(counts.shape)
+    dense = counts @ oracles.strategy_matrix(c, 12).T  # rows cut at step n
+    assert np.allclose(y - noise, dense, rtol=0, atol=1e-12)
