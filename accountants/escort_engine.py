@@ -377,7 +377,7 @@ class EscortProposal:
             ]
         candidates = [float(x) for x in np.maximum.accumulate(candidates) if math.isfinite(x)]
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
-        scale = math.exp(log_scale)
+        scale = _scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
         if scale <= delta:  # the order-lam RDP bound alone certifies every candidate
             x_b, accepted_remove, deltas = 1.0, [True] * len(candidates), [scale] * len(candidates)
         else:
@@ -477,7 +477,8 @@ class EscortProposal:
             max_states=self.max_states,
         )
         remove = tally.tally(0, Direction.REMOVE)
-        means = remove.sum_x / remove.count * math.exp(log_scale)
+        with np.errstate(divide="ignore"):
+            means = np.exp(np.log(remove.sum_x / remove.count) + log_scale)
         return grid, means, _first_below(grid, means, delta)
 
     # -- delta ---------------------------------------------------------------------------
@@ -509,7 +510,7 @@ class EscortProposal:
         eps = float(epsilon)
         setup = choose_setup(self.setups(model, sigma), eps)
         log_scale = setup.log_support(eps)
-        scale = math.exp(log_scale)
+        scale = _scale(log_scale, setup.order, eps)
         common: dict[str, Any] = {"seed": seed, "config": config, "max_states": self.max_states}
         pilot = escort_sample(
             model,
@@ -609,7 +610,7 @@ class EscortProposal:
         order = choose_setup(self.setups(model, values[len(values) // 2]), eps).order
         setups = [escort_setups(model, s, (order,), self.max_states)[0] for s in values]
         log_scale = max(s.log_support(eps) for s in setups)
-        scale = math.exp(log_scale)
+        scale = _scale(log_scale, order, eps)
         x_b = base_delta(samples, min(delta / scale, 0.5))
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
         add_tally = None
@@ -633,7 +634,7 @@ class EscortProposal:
         for i, setup in enumerate(setups):
             observed = 0.0
             passed = True
-            if math.exp(setup.log_support(eps)) > delta:
+            if setup.log_support(eps) > math.log(delta):
                 tally = escort_sample(
                     model,
                     setup,
@@ -709,7 +710,7 @@ class EscortProposal:
             except ConfigurationError:
                 return False
             setup = choose_setup(setups, float(epsilon))
-            if math.exp(setup.log_support(float(epsilon))) <= target:
+            if setup.log_support(float(epsilon)) <= math.log(target):
                 return True
             log_scale = setup.log_support(float(epsilon))
             tally = escort_sample(
@@ -724,7 +725,8 @@ class EscortProposal:
                 description=f"escort locate {step}",
                 max_states=self.max_states,
             )
-            return _mean([tally], 0)[0] * math.exp(log_scale) <= target
+            mean = _mean([tally], 0)[0]
+            return mean == 0.0 or math.log(mean) + log_scale <= math.log(target)
 
         if not passes(high, 0):
             raise CalibrationError(
@@ -768,8 +770,20 @@ class EscortProposal:
             max_states=self.max_states,
         )
         mean, se = _mean([tally], 0)
-        scale = math.exp(log_scale)
+        scale = _scale(log_scale, setup.order, float(epsilon))
         return mean * scale, se * scale, setup
+
+
+def _scale(log_scale: float, order: int, epsilon: float) -> float:
+    """``e^log_scale``; ConfigurationError when no order helps (the bound is above 1)."""
+    if log_scale > 0.0:
+        raise ConfigurationError(
+            f"EscortProposal.order = {order} is invalid here: its support bound "
+            f"s_lam({epsilon:.4g}) = e^{log_scale:.4g} exceeds 1, so importance sampling from "
+            "the escort cannot beat plain sampling (no affordable order helps); use proposal "
+            "'plain' or raise max_states"
+        )
+    return math.exp(log_scale)
 
 
 def _first_below(grid: np.ndarray, means: np.ndarray, level: float) -> float:
