@@ -503,6 +503,17 @@ def plot(
             plt.close(figure)
 
 
+def certified(output_dir: Path) -> str:
+    """Part 4, when ``python -m paper.production_certified`` has written its report into
+    ``output_dir``: the escort-certified 256-min-sep sigma (docs/rdp-escort.md §8)."""
+    path = output_dir / "production_certified.md"
+    if not path.exists():
+        return ""
+    return "\n## Certified (escort importance sampling, paper/production_certified.py)\n\n" + (
+        path.read_text()
+    )
+
+
 def run_experiment(
     settings: ProductionSettings,
     engine: EngineOptions,
@@ -529,7 +540,9 @@ def run_experiment(
         "pld": write_csv(output_dir / f"{NAME}_pld.csv", PLD_COLUMNS, pld),
         "monte_carlo": write_csv(output_dir / f"{NAME}_monte_carlo.csv", MC_COLUMNS, mc),
         "samples": write_csv(output_dir / f"{NAME}_samples.csv", SAMPLE_COLUMNS, samples),
-        "markdown": write_text(output_dir / f"{NAME}.md", markdown(settings, pld, mc, samples)),
+        "markdown": write_text(
+            output_dir / f"{NAME}.md", markdown(settings, pld, mc, samples) + certified(output_dir)
+        ),
     }
     if plots:
         figure = plot(output_dir / f"{NAME}.png", settings, pld, mc)
