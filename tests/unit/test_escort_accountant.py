@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
@@ -11,6 +12,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from minsep.accountants.monte_carlo import MonteCarloAccountant
 from minsep.framework.cli.main import main
 from minsep.framework.errors import ConfigurationError
+from minsep.framework.montecarlo.checkpoint import Checkpoint
 from minsep.framework.results import EpsilonResult
 from minsep.schemes.poisson import Poisson
 from minsep.strategies import Identity
@@ -70,3 +72,22 @@ def test_cli_proposal_flag(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["proposal"]["method"] == "escort"
     assert data["certified_epsilon"] >= exact_epsilon()
+
+
+def test_escort_stages_are_checkpointed_and_resume(tmp_path: Path) -> None:
+    path = tmp_path / "run.ckpt"
+    accountant = MonteCarloAccountant(
+        samples=2_000,
+        pilot_samples=500,
+        seed=1,
+        progress=False,
+        proposal="escort",
+        checkpoint=str(path),
+        chunk_size=500,
+    )
+    first = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
+    stages = Checkpoint(path).read()
+    assert {"escort pilot", "escort verify"} <= set(stages)
+    assert stages["escort verify"]["chunks_done"] == stages["escort verify"]["n_chunks"] == 4
+    again = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
+    assert again.certified_epsilon == first.certified_epsilon
