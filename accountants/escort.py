@@ -25,10 +25,11 @@ import math
 
 import attrs
 import numpy as np
-from scipy.signal import lfilter
 from scipy.special import logsumexp
 
 from minsep.accountants import rdp_moments as moments
+from minsep.accountants.escort_kernels import NUMBA_AVAILABLE, backward_block
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
 
@@ -66,11 +67,14 @@ def sample_escort_counts(
     *,
     max_states: int = moments.DEFAULT_MAX_STATES,
     block: int | None = None,
+    kernels: str = "auto",
 ) -> EscortDraw:
     """``n_samples`` exact independent draws of ``sum_j x_j`` under the escort's tuple law.
 
     Same input checks as :func:`~minsep.accountants.rdp_moments.log_moment` (ConfigurationError
-    naming the parameter); ``block`` is the checkpoint spacing of the forward messages.
+    naming the parameter); ``block`` is the checkpoint spacing of the forward messages;
+    ``kernels``: ``"numba"`` (the compiled backward walk of :mod:`.escort_kernels`, same draws),
+    ``"array"`` (numpy only) or ``"auto"`` (numba when available).
     """
     owner = "sample_escort_counts"
     lam, products = moments.prepare(owner, chain, coefficients, sigma, order, max_states)
@@ -81,8 +85,13 @@ def sample_escort_counts(
     check_range(owner, "block", block, low=1, integer=True)
     if chain.min_sep == 1:
         return _memoryless(chain, products, float(sigma), lam, n_samples, rng)
+    if kernels not in ("auto", "numba", "array"):
+        raise ConfigurationError(
+            f"{owner}.kernels = {kernels!r} is invalid: must be 'auto', 'numba' or 'array'"
+        )
+    compiled = NUMBA_AVAILABLE and kernels != "array"
     return _forward_filter_backward_sample(
-        chain, products, float(sigma), lam, n_samples, rng, int(block)
+        chain, products, float(sigma), lam, n_samples, rng, int(block), compiled
     )
 
 
@@ -115,6 +124,7 @@ def _forward_filter_backward_sample(
     n_samples: int,
     rng: np.random.Generator,
     block: int,
+    compiled: bool = False,
 ) -> EscortDraw:
     b, p, n = chain.min_sep, chain.probability, chain.n_steps
     # Forward: keep the (normalised) message before every block-th step, and ln Z.
@@ -137,6 +147,7 @@ def _forward_filter_backward_sample(
     flat = state.ravel()
     picks = rng.choice(flat.size, size=n_samples, p=flat / flat.sum())
     post = np.stack(np.unravel_index(picks, state.shape), axis=1)  # (n_samples, lam) slots
+    post = np.ascontiguousarray(post, dtype=np.int64)
     counts = np.zeros((n_samples, n), dtype=np.int8)
     subsets = [np.array(m, dtype=bool) for m in itertools.product((False, True), repeat=lam)]
     rows = np.arange(n_samples)
@@ -153,45 +164,70 @@ def _forward_filter_backward_sample(
             if not (1.0 / moments.RESCALE <= mass <= moments.RESCALE):
                 nxt /= float(nxt.sum())
                 mass = 1.0
-        for t in range(min(first + block, n) - 1, first - 1, -1):
-            alpha = messages[t - first]
-            free, after = t % b, (t + 1) % b
-            joined = post == free  # slot f after step t: joined at t (b >= 2)
-            n_joined = joined.sum(axis=1)
-            counts[:, t] = n_joined
-            w = moments.interaction_exponents(t, b, products, sigma)
-            weights = np.zeros((len(subsets), n_samples))
-            candidates = []
-            for i, declined in enumerate(subsets):
-                # Copies in ``declined`` were available and declined (now in slot `after`).
-                ok = np.all(post[:, declined] == after, axis=1)
-                pre = post.copy()
-                pre[joined] = free
-                pre[:, declined] = free
-                candidates.append(pre)
-                pair = w[np.where(joined, b, pre)]  # exponent each other copy contributes
-                others = np.where(joined, 0.0, pair).sum(axis=1)
-                exponent = n_joined * others + n_joined * (n_joined - 1) / 2.0 * w[b]
-                log_t = (
-                    n_joined * math.log(p)
-                    + (declined.sum() * math.log1p(-p) if p < 1.0 and declined.any() else 0.0)
-                    + exponent
-                )
-                if p >= 1.0 and declined.any():
-                    ok[:] = False
-                value = alpha[tuple(pre.T)] * np.exp(log_t)
-                weights[i] = np.where(ok, value, 0.0)
-            cumulative = np.cumsum(weights, axis=0)
-            pick = (rng.random(n_samples) * cumulative[-1] < cumulative).argmax(axis=0)
-            post = np.stack(candidates)[pick, rows]
+        last = min(first + block, n) - 1
+        if compiled:
+            # the same subsets, weights and uniforms as the array code below, per draw
+            exponents = np.stack(
+                [
+                    moments.interaction_exponents(t, b, products, sigma)
+                    for t in range(first, last + 1)
+                ]
+            )
+            uniforms = rng.random((last - first + 1, n_samples))
+            rows_flat = messages[: last - first + 1].reshape(last - first + 1, -1)
+            backward_block(rows_flat, exponents, uniforms, first, last, b, p, post, counts)
+        else:
+            for t in range(min(first + block, n) - 1, first - 1, -1):
+                alpha = messages[t - first]
+                free, after = t % b, (t + 1) % b
+                joined = post == free  # slot f after step t: joined at t (b >= 2)
+                n_joined = joined.sum(axis=1)
+                counts[:, t] = n_joined
+                w = moments.interaction_exponents(t, b, products, sigma)
+                weights = np.zeros((len(subsets), n_samples))
+                candidates = []
+                for i, declined in enumerate(subsets):
+                    # Copies in ``declined`` were available and declined (now in slot `after`).
+                    ok = np.all(post[:, declined] == after, axis=1)
+                    pre = post.copy()
+                    pre[joined] = free
+                    pre[:, declined] = free
+                    candidates.append(pre)
+                    pair = w[np.where(joined, b, pre)]  # exponent each other copy contributes
+                    others = np.where(joined, 0.0, pair).sum(axis=1)
+                    exponent = n_joined * others + n_joined * (n_joined - 1) / 2.0 * w[b]
+                    log_t = (
+                        n_joined * math.log(p)
+                        + (declined.sum() * math.log1p(-p) if p < 1.0 and declined.any() else 0.0)
+                        + exponent
+                    )
+                    if p >= 1.0 and declined.any():
+                        ok[:] = False
+                    value = alpha[tuple(pre.T)] * np.exp(log_t)
+                    weights[i] = np.where(ok, value, 0.0)
+                cumulative = np.cumsum(weights, axis=0)
+                pick = (rng.random(n_samples) * cumulative[-1] < cumulative).argmax(axis=0)
+                post = np.stack(candidates)[pick, rows]
     return EscortDraw(counts=counts, log_z=log_z, order=lam)
 
 
 def escort_outputs(
     counts: np.ndarray, coefficients: np.ndarray, sigma: float, rng: np.random.Generator
 ) -> np.ndarray:
-    """``y = C counts + sigma z`` per row (banded Toeplitz C, rows cut at step n)."""
-    mean = lfilter(np.asarray(coefficients, dtype=np.float64), [1.0], counts, axis=1)
+    """``y = C counts + sigma z`` per row (banded Toeplitz C, rows cut at step n).
+
+    ``C counts`` is built from the nonzero counts only (a draw participates a few times), so
+    the cost is O(nonzeros * k) plus the normals, not O(n k) per row.
+    """
+    c = np.asarray(coefficients, dtype=np.float64)
+    n = counts.shape[1]
+    mean = np.zeros(counts.shape, dtype=np.float64)
+    rows, steps = np.nonzero(counts)
+    values = counts[rows, steps].astype(np.float64)
+    for j in range(min(c.size, n)):
+        columns = steps + j
+        keep = columns < n
+        np.add.at(mean, (rows[keep], columns[keep]), values[keep] * c[j])
     return np.asarray(mean + sigma * rng.standard_normal(counts.shape), dtype=np.float64)
 
 

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import attrs
 import numpy as np
 
+from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -63,6 +64,7 @@ from minsep.framework.montecarlo.planning import (
     sample_bytes,
 )
 from minsep.framework.montecarlo.planning import logger as plan_log
+from minsep.framework.montecarlo.proposals import PROPOSAL_KINDS, ProposalInfo
 from minsep.framework.montecarlo.sampling import MAX_SAMPLES
 from minsep.framework.registries import accountants
 from minsep.framework.results import (
@@ -111,6 +113,22 @@ def _path(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise v.fail(instance, attribute.name, value, "a file path (a non-empty str)")
 
 
+def _proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
+    """What the escort did (order, Z, support bound, add direction); nothing for plain."""
+    if info is None or info.method == "plain":
+        return ()
+    add = (
+        "the add direction's delta is exactly 0 (epsilon >= ln(1/pi(empty)))"
+        if info.add == "exact zero"
+        else "the add direction was verified by plain Monte Carlo"
+    )
+    return (
+        f"escort importance sampling: order lam = {info.order}, ln Z_lam = {info.log_z:.6g}, "
+        f"weights W / s verified with support bound s = {info.support:.4g} (Fact 4.2 on W/s; "
+        f"the released delta is s times the folded bound); {add}.",
+    )
+
+
 def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -156,6 +174,12 @@ class MonteCarloAccountant(Accountant):
             (``top * g``), so that a pilot that placed the sweep too low still certifies a
             (larger) sigma instead of failing; verified like every entry. ``()``: none.
         sigma_low, sigma_high: the range the calibration pilot searches.
+        proposal: what the engine samples from (docs/rdp-escort.md §8): ``"plain"`` (the
+            dominating pair), ``"escort"`` (importance sampling from the escort R_lam for the
+            remove direction; b-min-sep BandMF only) or ``"auto"``: escort when the model
+            supports it and plain sampling cannot certify the target delta with ``samples``
+            (or, for a delta question, when the escort's support bound is below 1e-2, so its
+            variance is 100x smaller); the result's ``proposal`` and notes say which ran.
     """
 
     samples: int = attrs.field(
@@ -208,6 +232,7 @@ class MonteCarloAccountant(Accountant):
     sigma_high: float = attrs.field(
         default=2.0**8, converter=v.plain_number, validator=v.positive()
     )
+    proposal: str = attrs.field(default="auto", validator=v.one_of(*PROPOSAL_KINDS))
 
     def __attrs_post_init__(self) -> None:
         if self.sigma_high <= self.sigma_low:
@@ -262,6 +287,7 @@ class MonteCarloAccountant(Accountant):
             ({"memory_budget": 2.5}, "memory_budget"),
             ({"max_seconds": 0.0}, "max_seconds"),
             ({"max_seconds": math.inf}, "max_seconds"),
+            ({"proposal": "mcmc"}, "proposal"),
         ]
 
     # -- plumbing -------------------------------------------------------------------------
@@ -435,6 +461,48 @@ class MonteCarloAccountant(Accountant):
         """``notes`` and the model's kernel notes (e.g. that the slow array path ran)."""
         return (*notes, *model.kernel_notes(get_backend(self.backend)))
 
+    def _proposal(
+        self, model: PrivacyLossModel, sigma: float | None, delta: float | None, epsilon: float
+    ) -> tuple[EscortProposal | None, tuple[str, ...]]:
+        """The escort proposal (or None: plain) for a question, and a note saying why."""
+        if self.proposal == "plain":
+            return None, ()
+        supported = isinstance(model, EscortTarget)
+        if self.proposal == "escort":
+            if not supported:
+                raise ConfigurationError(
+                    f"MonteCarloAccountant.proposal = 'escort' is invalid for "
+                    f"{type(model).__name__}: the escort needs b-min-sep BandMF (a loss model "
+                    "with participation_chain()); use proposal 'plain' or 'auto'",
+                    parameter="proposal",
+                )
+            return EscortProposal(), ("proposal: escort (requested).",)
+        if not supported:
+            return None, ()
+        if delta is not None:
+            try:
+                base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
+            except ConfigurationError:
+                return EscortProposal(), (
+                    f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
+                    f"{delta:.3g} with {self.samples} samples; importance sampling from the "
+                    "escort R_lam can (docs/rdp-escort.md §8).",
+                )
+            return None, ()
+        assert sigma is not None
+        try:
+            setups = EscortProposal().setups(model, sigma)
+        except ConfigurationError:
+            return None, ()
+        best = choose_setup(setups, epsilon)
+        if best.log_support(epsilon) < math.log(1e-2):
+            return EscortProposal(), (
+                f"proposal: escort (auto): its support bound s_{best.order}(eps) = "
+                f"{math.exp(best.log_support(epsilon)):.3g} < 1e-2, so its weights vary far "
+                "less than plain samples.",
+            )
+        return None, ()
+
     # -- questions ------------------------------------------------------------------------
 
     @_holding_checkpoint
@@ -448,7 +516,9 @@ class MonteCarloAccountant(Accountant):
         model = self._model(question.scheme, question.strategy)
         check_feasible_delta("MonteCarloAccountant.epsilon", delta)
         seed = self._seed()
-        base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))  # m large enough?
+        proposal, why = self._proposal(model, sigma, delta, 0.0)
+        if proposal is None:  # m large enough?
+            base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
         self._announce(model, "epsilon", float(sigma))
         cert = certify_epsilon(
             model,
@@ -458,10 +528,12 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
             seed=seed,
             config=self._config(model),
+            proposal=proposal,
         )
         return EpsilonResult(
             **self._provenance(question, model),
-            notes=self._notes(model, cert.notes()),
+            notes=self._notes(model, (*cert.notes(), *why, *_proposal_notes(cert.proposal))),
+            proposal=None if cert.proposal is None else cert.proposal.to_dict(),
             epsilon=cert.estimate,
             certified_epsilon=cert.certified,
             delta=delta,
@@ -480,6 +552,7 @@ class MonteCarloAccountant(Accountant):
         sigma, epsilon = question.sigma, question.epsilon
         model = self._model(question.scheme, question.strategy)
         seed = self._seed()
+        proposal, why = self._proposal(model, sigma, None, float(epsilon))
         self._announce(model, "delta", float(sigma))
         cert = certify_delta(
             model,
@@ -489,10 +562,12 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
             seed=seed,
             config=self._config(model),
+            proposal=proposal,
         )
         return DeltaResult(
             **self._provenance(question, model),
-            notes=self._notes(model, cert.notes()),
+            notes=self._notes(model, (*cert.notes(), *why, *_proposal_notes(cert.proposal))),
+            proposal=None if cert.proposal is None else cert.proposal.to_dict(),
             delta=cert.estimate,
             certified_delta=cert.certified,
             epsilon=epsilon,
@@ -519,18 +594,31 @@ class MonteCarloAccountant(Accountant):
         check_feasible_delta("MonteCarloAccountant.calibrate", delta)
         seed = self._seed()
         config = self._config(model)
-        delta_b = base_delta(self.samples, delta)
+        proposal, why = self._proposal(model, None, delta, float(epsilon))
         self._announce(model, "calibrate", 1.0)
-        centre = locate_sigma(
-            model,
-            epsilon,
-            delta_b,
-            samples=self._pilot(),
-            seed=seed,
-            config=config,
-            low=self.sigma_low,
-            high=self.sigma_high,
-        )
+        if proposal is None:
+            delta_b = base_delta(self.samples, delta)
+            centre = locate_sigma(
+                model,
+                epsilon,
+                delta_b,
+                samples=self._pilot(),
+                seed=seed,
+                config=config,
+                low=self.sigma_low,
+                high=self.sigma_high,
+            )
+        else:
+            centre = proposal.locate_sigma(
+                model,
+                epsilon,
+                delta / 2.0,
+                samples=self._pilot(),
+                seed=seed,
+                config=config,
+                low=self.sigma_low,
+                high=self.sigma_high,
+            )
         sweep = self._sweep(centre)
         result = calibrate_sweep(
             model,
@@ -540,6 +628,7 @@ class MonteCarloAccountant(Accountant):
             samples=self.samples,
             seed=seed,
             config=config,
+            proposal=proposal,
         )
         notes = [
             f"certified ({result.epsilon:.6g}, {result.delta:.6g})-DP at sigma "
@@ -560,9 +649,11 @@ class MonteCarloAccountant(Accountant):
                 "every sweep entry passed: a smaller sigma may also be certifiable (lower "
                 "sigma_low or widen the sweep)."
             )
+        notes += [*why, *_proposal_notes(result.proposal)]
         return CalibrationResult(
             **self._provenance(question, model),
             notes=self._notes(model, tuple(notes)),
+            proposal=None if result.proposal is None else result.proposal.to_dict(),
             sigma=result.sigma,
             epsilon=epsilon,
             delta=delta,

@@ -205,6 +205,8 @@ class EpsilonResult(Result):
     )
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
+    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
+    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_epsilon", self.certified_epsilon, self.epsilon)
@@ -233,6 +235,8 @@ class DeltaResult(Result):
     )
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
+    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
+    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_delta", self.certified_delta, self.delta)
@@ -282,6 +286,8 @@ class CalibrationResult(Result):
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
     pilot_samples: int | None = _optional(v.positive_int())
+    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
+    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
 
 def _grid(name: str, values: Any, high: float) -> tuple[float, ...]:

@@ -592,6 +592,17 @@ def plot(
             plt.close(figure)
 
 
+def certified(output_dir: Path) -> str:
+    """Part 4, when ``python -m paper.production_certified`` has written its report into
+    ``output_dir``: the escort-certified 256-min-sep sigma (docs/rdp-escort.md §8)."""
+    path = output_dir / "production_certified.md"
+    if not path.exists():
+        return ""
+    return "\n## Certified (escort importance sampling, paper/production_certified.py)\n\n" + (
+        path.read_text()
+    )
+
+
 def run_experiment(
     settings: ProductionSettings,
     engine: EngineOptions,
@@ -624,7 +635,8 @@ def run_experiment(
             output_dir / f"{NAME}_assumptions.csv", ASSUMPTION_COLUMNS, assumptions
         ),
         "markdown": write_text(
-            output_dir / f"{NAME}.md", markdown(settings, pld, mc, samples, assumptions)
+            output_dir / f"{NAME}.md",
+            markdown(settings, pld, mc, samples, assumptions) + certified(output_dir),
         ),
     }
     if plots:

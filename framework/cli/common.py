@@ -65,6 +65,7 @@ _ACCOUNTANT_OPTIONS = {
     "progress": "progress",
     "memory_budget": "memory_budget",
     "max_seconds": "max_seconds",
+    "proposal": "proposal",
     "pld_interval": "value_discretization_interval",
     "pld_memory_gib": "max_memory_gib",
 }
@@ -288,6 +289,14 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="refuse a run whose estimated time exceeds this (the estimate is printed on "
         "stderr before every Monte Carlo run)",
+    )
+    mc.add_argument(
+        "--proposal",
+        choices=["auto", "plain", "escort"],
+        help="what the Monte Carlo engine samples from: plain (the dominating pair), escort "
+        "(importance sampling from the order-lam escort, b-min-sep BandMF only; certifies tiny "
+        "delta in minutes) or auto (default: escort when plain sampling cannot certify the "
+        "target with --samples, and the result says so)",
     )
     mc.add_argument(
         "--progress",

@@ -34,6 +34,7 @@ import attrs
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
+from minsep.framework.montecarlo.proposals import Proposal, ProposalInfo
 from minsep.framework.montecarlo.sampling import (
     PILOT_STREAM,
     VERIFY_STREAM,
@@ -96,6 +97,7 @@ class SweepCalibration:
     samples: int
     seed: int
     seconds: float
+    proposal: ProposalInfo | None = None
 
     @property
     def at_bottom(self) -> bool:
@@ -113,12 +115,18 @@ def calibrate_sweep(
     seed: int,
     config: EngineConfig | None = None,
     stream: int = VERIFY_STREAM,
+    proposal: Proposal | None = None,
 ) -> SweepCalibration:
     """Algorithm 5 on ``sweep`` (decreasing) with ``samples`` shared draws per direction.
 
     Raises CalibrationError when the first (most private) entry already fails, and
-    ConfigurationError (naming ``m``) when ``samples`` is too few for ``delta``.
+    ConfigurationError (naming ``m``) when ``samples`` is too few for ``delta``. A
+    ``proposal`` that is not plain answers the question itself (e.g. the escort).
     """
+    if proposal is not None and not proposal.plain:
+        return proposal.calibrate_sweep(
+            model, sweep, epsilon, delta, samples=samples, seed=seed, config=config, stream=stream
+        )
     start = time.perf_counter()
     values = _check_sweep(sweep)
     check_range("calibrate_sweep", "epsilon", epsilon, low=0.0)

@@ -48,6 +48,7 @@ from minsep.framework.montecarlo.bounds import (
     verification_failure,
 )
 from minsep.framework.montecarlo.estimates import estimate_delta, estimate_epsilon
+from minsep.framework.montecarlo.proposals import Proposal, ProposalInfo
 from minsep.framework.montecarlo.sampling import (
     MIN_SIGMA,
     PILOT_STREAM,
@@ -107,6 +108,7 @@ class EpsilonCertificate:
     seed: int
     seconds: float
     reason: str = ""
+    proposal: ProposalInfo | None = None
 
     def notes(self) -> tuple[str, ...]:
         """Human-readable statement of what is guaranteed (or why nothing is)."""
@@ -145,6 +147,7 @@ class DeltaCertificate:
     pilot_samples: int
     seed: int
     seconds: float
+    proposal: ProposalInfo | None = None
 
     def notes(self) -> tuple[str, ...]:
         """Human-readable statement of what is guaranteed."""
@@ -214,6 +217,7 @@ def certify_epsilon(
     seed: int,
     config: EngineConfig | None = None,
     ladder: Sequence[float] = DEFAULT_LADDER,
+    proposal: Proposal | None = None,
 ) -> EpsilonCertificate:
     """Certify an epsilon at ``delta`` by EVR (module docstring states the guarantee).
 
@@ -224,6 +228,17 @@ def certify_epsilon(
     3. Verification (stream 1, ``samples``): exact means of X at every candidate; release the
        smallest candidate with both directions' mean ``<= delta_b``.
     """
+    if proposal is not None and not proposal.plain:
+        return proposal.certify_epsilon(
+            model,
+            sigma,
+            delta,
+            samples=samples,
+            pilot_samples=pilot_samples,
+            seed=seed,
+            config=config,
+            ladder=ladder,
+        )
     start = time.perf_counter()
     _check_common("certify_epsilon", sigma, samples, pilot_samples, seed)
     check_range("certify_epsilon", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -339,6 +354,7 @@ def certify_delta(
     seed: int,
     config: EngineConfig | None = None,
     factors: Sequence[float] = DEFAULT_FACTORS,
+    proposal: Proposal | None = None,
 ) -> DeltaCertificate:
     """Certify a delta at ``epsilon`` by EVR.
 
@@ -347,6 +363,17 @@ def certify_delta(
     mean (max over directions) is compared with them; the smallest accepted ``t`` releases
     ``overall_delta(samples, t, candidates=R)``.
     """
+    if proposal is not None and not proposal.plain:
+        return proposal.certify_delta(
+            model,
+            sigma,
+            epsilon,
+            samples=samples,
+            pilot_samples=pilot_samples,
+            seed=seed,
+            config=config,
+            factors=factors,
+        )
     start = time.perf_counter()
     _check_common("certify_delta", sigma, samples, pilot_samples, seed)
     check_range("certify_delta", "epsilon", epsilon, low=0.0)

@@ -20,6 +20,7 @@ import attrs
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.participation import ParticipationChain
 from minsep.schemes.b_min_sep import gpu_kernels
 from minsep.schemes.b_min_sep.fused import host_b_min_sep
 from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
@@ -113,6 +114,16 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         same draws as :meth:`steps`)."""
         xp = backend.xp
         return steps_to_pattern(self.steps(n_samples, rng, backend), self.n_steps, xp)
+
+    def participation_chain(self) -> ParticipationChain:
+        """The availability chain of the sensitive example (the escort proposal's target,
+        docs/rdp-escort.md §8)."""
+        return ParticipationChain(
+            n_steps=self.n_steps,
+            min_sep=self.min_sep,
+            probability=self.probability,
+            warm_start=self.warm_start,
+        )
 
     def transcript_bytes(self, n_samples: int, direction: Direction, backend: Backend) -> int:
         """Bytes of the transcript :meth:`draw` returns (the memory of a chunk)."""

@@ -243,7 +243,8 @@ def query_cases() -> list[Case]:
         bad(
             a,
             "mc-too-few-samples-for-delta",
-            _query("monte_carlo", "epsilon", 1.0, 1e-5, scheme=bms),
+            # plain sampling: proposal "auto" would take the escort here (docs/rdp-escort.md §8)
+            lambda: mc(proposal="plain").epsilon(bms(), identity(), 1.0, 1e-5),
             "samples",
             "m =",
         ),

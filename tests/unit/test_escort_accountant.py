@@ -1,0 +1,93 @@
+"""The Monte Carlo accountant and the CLI with the escort proposal (docs/rdp-escort.md §8)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from dp_accounting.pld import privacy_loss_distribution
+
+from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.framework.cli.main import main
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.montecarlo.checkpoint import Checkpoint
+from minsep.framework.results import EpsilonResult
+from minsep.schemes.poisson import Poisson
+from minsep.strategies import Identity
+
+N, RATE, SIGMA, DELTA = 50, 0.05, 0.7, 1e-8
+
+
+def exact_epsilon() -> float:
+    pld = privacy_loss_distribution.from_gaussian_mechanism(
+        SIGMA, sampling_prob=RATE, value_discretization_interval=1e-4
+    ).self_compose(N)
+    return float(pld.get_epsilon_for_delta(DELTA))
+
+
+def test_auto_takes_the_escort_when_plain_cannot_certify() -> None:
+    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=1, progress=False)
+    result = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
+    assert result.proposal is not None
+    assert result.proposal["method"] == "escort" and result.proposal["order"] == 3
+    assert result.proposal["add"] == "exact zero"
+    assert exact_epsilon() <= result.certified_epsilon < exact_epsilon() + 1.0
+    assert any("escort (auto)" in note for note in result.notes)
+    assert any("support bound" in note for note in result.notes)
+    again = EpsilonResult.from_json(result.to_json())
+    assert again.proposal == result.proposal
+
+
+def test_plain_is_refused_where_it_cannot_certify() -> None:
+    accountant = MonteCarloAccountant(samples=2_000, seed=1, proposal="plain", progress=False)
+    with pytest.raises(ConfigurationError, match="samples"):
+        accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
+
+
+def test_escort_delta_question() -> None:
+    accountant = MonteCarloAccountant(
+        samples=5_000, pilot_samples=1_000, seed=2, proposal="escort", progress=False
+    )
+    epsilon = exact_epsilon()
+    result = accountant.delta(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, epsilon)
+    assert result.proposal is not None and result.proposal["method"] == "escort"
+    assert DELTA * 0.99 <= result.certified_delta <= 5 * DELTA
+    assert math.isfinite(result.delta)
+
+
+def test_proposal_is_validated() -> None:
+    with pytest.raises(ConfigurationError, match="proposal"):
+        MonteCarloAccountant(proposal="mcmc")
+
+
+def test_cli_proposal_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    args = [
+        "epsilon", "--scheme", "poisson", "--steps", str(N), "--rate", str(RATE),
+        "--sigma", str(SIGMA), "--delta", str(DELTA), "--samples", "2000",
+        "--pilot-samples", "500", "--seed", "3", "--proposal", "escort", "--json",
+    ]  # fmt: skip
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["proposal"]["method"] == "escort"
+    assert data["certified_epsilon"] >= exact_epsilon()
+
+
+def test_escort_stages_are_checkpointed_and_resume(tmp_path: Path) -> None:
+    path = tmp_path / "run.ckpt"
+    accountant = MonteCarloAccountant(
+        samples=2_000,
+        pilot_samples=500,
+        seed=1,
+        progress=False,
+        proposal="escort",
+        checkpoint=str(path),
+        chunk_size=500,
+    )
+    first = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
+    stages = Checkpoint(path).read()
+    assert {"escort pilot", "escort verify"} <= set(stages)
+    assert stages["escort verify"]["chunks_done"] == stages["escort verify"]["n_chunks"] == 4
+    again = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
+    assert again.certified_epsilon == first.certified_epsilon
