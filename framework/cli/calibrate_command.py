@@ -63,16 +63,13 @@ def format_calibration(result: CalibrationResult) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    scheme = common.build_scheme(args)
-    strategy = common.build_strategy(args)
-    accountant = common.build_accountant(args)
-    common.show_plans()
-    result = accountant.calibrate(scheme, strategy, args.epsilon, args.delta)
-    if args.json:
-        common.print_json(result)
-    else:
-        print("\n".join(format_calibration(result)))
-    return 0
+    return common.answer(
+        args,
+        lambda accountant, scheme, strategy: accountant.calibrate(
+            scheme, strategy, args.epsilon, args.delta
+        ),
+        format_calibration,
+    )
 
 
 command = Command(

@@ -21,7 +21,7 @@ import math
 import sys
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from minsep.framework import setup
 from minsep.framework.backend import BACKEND_SPECS
@@ -30,18 +30,24 @@ from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.parameters import CLI_KINDS, Parameter
 from minsep.framework.registries import schemes
-from minsep.framework.results import Result
+from minsep.framework.results import DeltaResult, EpsilonResult, Result
+
+#: A result type of a question (EpsilonResult, DeltaResult, CalibrationResult).
+R = TypeVar("R", bound=Result)
 
 __all__ = [
     "accountant_options",
     "add_scheme_arguments",
     "add_setup_arguments",
+    "answer",
     "build_accountant",
     "build_scheme",
     "build_strategy",
     "fmt",
     "given_accountant_options",
     "print_json",
+    "provenance_lines",
+    "sample_lines",
     "scheme_options",
     "warn",
 ]
@@ -490,3 +496,66 @@ def build_accountant(
 def print_json(result: Result) -> None:
     """Print ``result`` as indented JSON on stdout."""
     print(result.to_json(indent=2))
+
+
+def sample_lines(
+    samples: int | None, pilot: int | None, seconds: float, n_steps: int | None = None
+) -> list[str]:
+    """Samples, seconds and throughput lines of a result (Monte Carlo figures when given)."""
+    lines = []
+    if samples is not None:
+        text = f"{samples:,} verification"
+        if pilot:
+            text += f" + {pilot:,} pilot"
+        lines.append(f"samples              {text} per direction")
+    lines.append(f"seconds              {seconds:.3f}")
+    if samples is not None and seconds > 0:
+        drawn = 2 * (samples + (pilot or 0))
+        rate = drawn / seconds
+        text = f"{rate:,.0f} loss samples/s"
+        if n_steps:
+            text += f" = {rate * n_steps:.3g} sample·steps/s (both directions, pilot included)"
+        lines.append(f"throughput           {text}")
+    return lines
+
+
+def provenance_lines(result: EpsilonResult | DeltaResult) -> list[str]:
+    """The lines every point answer ends with: samples and throughput, seed, accountant,
+    notes."""
+    n_steps = result.scheme.get("n_steps")
+    lines = sample_lines(
+        result.samples,
+        result.pilot_samples,
+        result.seconds,
+        n_steps if isinstance(n_steps, int) else None,
+    )
+    if result.seed is not None:
+        lines.append(f"seed                 {result.seed}")
+    lines.append(f"accountant           {result.accountant} ({result.method})")
+    lines.extend(f"note: {note}" for note in result.notes)
+    return lines
+
+
+def answer(
+    args: argparse.Namespace,
+    ask: Callable[[Accountant, SamplingScheme, Strategy], R],
+    lines: Callable[[R], list[str]],
+    certified: Callable[[R], bool] | None = None,
+    what: str = "answer",
+) -> int:
+    """Build the question's objects from ``args``, ask it, print the result (``--json`` or
+    ``lines``) and return the exit status: 0, or :data:`EXIT_UNCERTIFIED` when ``certified``
+    says the answer is not certified."""
+    scheme = build_scheme(args)
+    strategy = build_strategy(args)
+    accountant = build_accountant(args)
+    show_plans()
+    result = ask(accountant, scheme, strategy)
+    if args.json:
+        print_json(result)
+    else:
+        print("\n".join(lines(result)))
+    if certified is not None and not certified(result):
+        warn(f"{what} NOT CERTIFIED (see the note for why); exit status {EXIT_UNCERTIFIED}")
+        return EXIT_UNCERTIFIED
+    return 0

@@ -19,7 +19,6 @@ import argparse
 
 from minsep.framework.cli import common
 from minsep.framework.cli.command import Command
-from minsep.framework.cli.epsilon_command import sample_lines
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.results import DeltaResult
 
@@ -62,37 +61,21 @@ def format_delta(result: DeltaResult) -> list[str]:
         f"epsilon              {common.fmt(result.epsilon)}",
         f"sigma                {common.fmt(result.sigma)}",
     ]
-    n_steps = result.scheme.get("n_steps")
-    lines.extend(
-        sample_lines(
-            result.samples,
-            result.pilot_samples,
-            result.seconds,
-            n_steps if isinstance(n_steps, int) else None,
-        )
-    )
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
-    lines.append(f"accountant           {result.accountant} ({result.method})")
-    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(common.provenance_lines(result))
     return lines
 
 
 def _run(args: argparse.Namespace) -> int:
     refuse_delta(args, "delta")
-    scheme = common.build_scheme(args)
-    strategy = common.build_strategy(args)
-    accountant = common.build_accountant(args)
-    common.show_plans()
-    result = accountant.delta(scheme, strategy, args.sigma, args.epsilon)
-    if args.json:
-        common.print_json(result)
-    else:
-        print("\n".join(format_delta(result)))
-    if not result.certified_delta < 1.0:
-        common.warn("delta NOT CERTIFIED (see the note for why); exit status 3")
-        return common.EXIT_UNCERTIFIED
-    return 0
+    return common.answer(
+        args,
+        lambda accountant, scheme, strategy: accountant.delta(
+            scheme, strategy, args.sigma, args.epsilon
+        ),
+        format_delta,
+        lambda result: result.certified_delta < 1.0,
+        "delta",
+    )
 
 
 command = Command(

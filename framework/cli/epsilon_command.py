@@ -47,56 +47,20 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
         delta += f"   (verified at base delta {common.fmt(result.base_delta, 4)})"
     lines.append(f"delta                {delta}")
     lines.append(f"sigma                {common.fmt(result.sigma)}")
-    n_steps = result.scheme.get("n_steps")
-    lines.extend(
-        sample_lines(
-            result.samples,
-            result.pilot_samples,
-            result.seconds,
-            n_steps if isinstance(n_steps, int) else None,
-        )
-    )
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
-    lines.append(f"accountant           {result.accountant} ({result.method})")
-    lines.extend(f"note: {note}" for note in result.notes)
-    return lines
-
-
-def sample_lines(
-    samples: int | None, pilot: int | None, seconds: float, n_steps: int | None = None
-) -> list[str]:
-    lines = []
-    if samples is not None:
-        text = f"{samples:,} verification"
-        if pilot:
-            text += f" + {pilot:,} pilot"
-        lines.append(f"samples              {text} per direction")
-    lines.append(f"seconds              {seconds:.3f}")
-    if samples is not None and seconds > 0:
-        drawn = 2 * (samples + (pilot or 0))
-        rate = drawn / seconds
-        text = f"{rate:,.0f} loss samples/s"
-        if n_steps:
-            text += f" = {rate * n_steps:.3g} sample·steps/s (both directions, pilot included)"
-        lines.append(f"throughput           {text}")
+    lines.extend(common.provenance_lines(result))
     return lines
 
 
 def _run(args: argparse.Namespace) -> int:
-    scheme = common.build_scheme(args)
-    strategy = common.build_strategy(args)
-    accountant = common.build_accountant(args)
-    common.show_plans()
-    result = accountant.epsilon(scheme, strategy, args.sigma, args.delta)
-    if args.json:
-        common.print_json(result)
-    else:
-        print("\n".join(format_epsilon(result)))
-    if not math.isfinite(result.certified_epsilon):
-        common.warn("epsilon NOT CERTIFIED (see the note for why); exit status 3")
-        return common.EXIT_UNCERTIFIED
-    return 0
+    return common.answer(
+        args,
+        lambda accountant, scheme, strategy: accountant.epsilon(
+            scheme, strategy, args.sigma, args.delta
+        ),
+        format_epsilon,
+        lambda result: math.isfinite(result.certified_epsilon),
+        "epsilon",
+    )
 
 
 command = Command(
