@@ -1,5 +1,5 @@
 """Lower-triangular Toeplitz matrices from their first column: Gram entries and workload error
-(docs/math.md §8.4, §8.6).
+(docs/math.md §8.3, §8.6).
 
 ``C[i, j] = c[i - j]`` for ``i >= j``. Column j of the n x n matrix is ``c`` shifted down by j
 and cut at row n, so for ``i <= j`` and lag ``d = j - i``
