@@ -4,8 +4,9 @@ Draws, from the same streams as the array code:
 
 * :func:`sampled_steps`: the sensitive example's b-min-sep chain from one uniform per step
   (``chain_participation``), kept as its sampled steps;
-* :func:`other_counts_steps`: the public counts r, step by step over all samples with numpy's
-  own binomial through numba's ``Generator`` (the order of the array code's per-step calls);
+* :func:`table_counts_steps`: the public counts r, step by step over all samples, by the
+  inverse-CDF tables of :mod:`.counts` through numba's ``Generator`` (the order of the array
+  code's per-step calls);
 * :func:`pattern_weights`: x (or x') at the sampled steps from the survival coins.
 
 and :func:`truncated_rows`, ``ln P/Q`` per sample. With ``x_i = <c_i, y> / sigma^2``,
@@ -67,27 +68,61 @@ def sampled_steps(
 
 
 @njit
-def other_counts_steps(
+def table_counts_steps(
     generator: np.random.Generator,
     others: int,
     p: float,
+    low: int,
+    offsets: np.ndarray,
+    thresholds: np.ndarray,
+    guides: np.ndarray,
     ring: np.ndarray,
     barred: np.ndarray,
+    u: np.ndarray,
     counts: np.ndarray,
 ) -> None:
-    """``counts[s, t] ~ Binomial(others - barred[s], p)``, step-major over the samples (the
-    order of :func:`~minsep.schemes.kernels.sampling.other_counts`' calls), with ``ring``
-    ``(S, b - 1)`` of the last counts and ``barred`` their sums (updated in place)."""
-    rows, n = counts.shape
+    """The counts of :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the
+    same order: per step, one uniform per sample, the table lookups (from the guide tables),
+    then numpy's binomial for
+    the samples whose N lies outside the tables (``low .. low + len(offsets) - 2``). ``ring``
+    ``(S, b - 1)`` holds the last counts and ``barred`` their sums (updated in place);
+    ``counts`` is step-major, ``(n, S)`` (contiguous writes)."""
+    n, rows = counts.shape
     ring_size = ring.shape[1]
+    high = low + offsets.shape[0] - 2
+    buckets = guides.shape[1] - 1
     for t in range(n):
-        slot = t % ring_size if ring_size else 0
         for s in range(rows):
-            sampled = generator.binomial(others - barred[s], p)
-            counts[s, t] = sampled
-            if ring_size:
-                barred[s] += sampled - ring[s, slot]
-                ring[s, slot] = sampled
+            u[s] = generator.random()
+        slot = t % ring_size if ring_size else 0
+        fallback = False
+        step = counts[t]
+        for s in range(rows):
+            avail = others - barred[s]
+            if low <= avail <= high:  # scan from the guide: the first threshold above u
+                k = avail - low
+                first = offsets[k]
+                end = offsets[k + 1]
+                value = u[s]
+                index = first + guides[k, int(value * buckets)]
+                while index < end and thresholds[index] <= value:
+                    index += 1
+                sampled = index - first
+                step[s] = sampled
+                if ring_size:
+                    barred[s] += sampled - ring[s, slot]
+                    ring[s, slot] = sampled
+            else:
+                step[s] = -1
+                fallback = True
+        if fallback:  # after every lookup of the step, in sample order
+            for s in range(rows):
+                if step[s] < 0:
+                    sampled = generator.binomial(others - barred[s], p)
+                    step[s] = sampled
+                    if ring_size:
+                        barred[s] += sampled - ring[s, slot]
+                        ring[s, slot] = sampled
 
 
 @njit

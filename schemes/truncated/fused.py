@@ -18,8 +18,9 @@ from minsep.framework.backend import Backend, RandomSource
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
-from minsep.schemes.kernels.sampling import host_generator, initial_states, stationary_law
+from minsep.schemes.kernels.sampling import host_generator, initial_states
 from minsep.schemes.truncated import cpu_kernels
+from minsep.schemes.truncated.counts import _initial_ring, count_tables
 
 
 def host_pattern(
@@ -65,20 +66,27 @@ def host_counts(
     rng: RandomSource,
     backend: Backend,
 ) -> np.ndarray:
-    """The counts of :func:`~minsep.schemes.kernels.sampling.other_counts` (same generator,
+    """The counts of :func:`~minsep.schemes.truncated.counts.table_counts` (same generator,
     same draws), int64 ``(S, n)``, with the per-step loop compiled."""
     generator = host_generator(rng, backend)
-    if warm_start:
-        initial = generator.multinomial(
-            others, stationary_law(probability, min_sep), size=n_samples
-        )
-        ring = np.ascontiguousarray(initial[:, 1:], dtype=np.int64)
-    else:
-        ring = np.zeros((n_samples, min_sep - 1), dtype=np.int64)
+    ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
-    counts = np.empty((n_samples, n_steps), dtype=np.int64)
-    cpu_kernels.other_counts_steps(generator, others, probability, ring, barred, counts)
-    return counts
+    step_major = np.empty((n_steps, n_samples), dtype=np.int64)
+    tables = count_tables(others, probability, min_sep)
+    cpu_kernels.table_counts_steps(
+        generator,
+        others,
+        probability,
+        tables.low,
+        tables.offsets,
+        tables.thresholds,
+        tables.guides,
+        ring,
+        barred,
+        np.empty(n_samples),
+        step_major,
+    )
+    return np.ascontiguousarray(step_major.T)
 
 
 def host_truncated(

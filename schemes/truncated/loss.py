@@ -46,8 +46,9 @@ from minsep.schemes.kernels.recursion import (
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.kernels.sampling import chain_participation, host_generator, other_counts
+from minsep.schemes.kernels.sampling import chain_participation, host_generator
 from minsep.schemes.kernels.transcript import TruncatedTranscript
+from minsep.schemes.truncated.counts import table_counts
 from minsep.schemes.truncated.fused import host_pattern, host_truncated
 
 
@@ -116,11 +117,12 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     or -1) is drawn too. Transcript: :class:`TruncatedTranscript`, ``24 n`` bytes per sample in
     both directions on the portable array path (dense signal); on the fused path ``16 n`` plus
     the sampled steps and x there (``12 ceil(n / b)``). Cost per sample: 2n uniforms, n host
-    binomial draws for r (numpy's algorithm: the largest single cost), n normals, the sliding
+    binomial draws for r (one uniform and a table lookup each), n normals, the sliding
     products (O(n k) or O(n log n)), then two O(n) recursions per sigma.
 
-    The counts r are drawn exactly (numpy binomial / multinomial) on the host by a generator
-    seeded from the RandomSource's uniforms, then moved to the backend (cupy pays one transfer).
+    The counts r are drawn on the host (inverse-CDF tables of the binomials, :mod:`.counts`,
+    and a numpy multinomial for the warm start) by a generator seeded from the RandomSource's
+    uniforms, then moved to the backend (cupy pays one transfer).
 
     Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
     (:mod:`.fused`) and portable array code elsewhere.
@@ -142,7 +144,7 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     def counts(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """The public counts r_i of the other |D| - 1 examples, int64 ``(n_samples, n)``."""
         generator = host_generator(rng, backend)
-        host = other_counts(
+        host = table_counts(
             n_samples,
             self.n_steps,
             self.dataset_size - 1,
