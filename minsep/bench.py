@@ -174,7 +174,8 @@ def bench_models(case: Case) -> list[Entry]:
     from minsep.framework.registries import schemes, strategies
     from minsep.testing.registered import build_loss_model
 
-    strategy = strategies.get("banded_toeplitz")(coefficients=catalan_coefficients(case.bands))
+    banded: Any = strategies.get("banded_toeplitz")
+    strategy = banded(coefficients=catalan_coefficients(case.bands))
     entries: list[Entry] = []
     seen: set[tuple[Any, Any]] = set()
     for name in schemes.names():
