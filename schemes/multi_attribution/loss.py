@@ -36,6 +36,7 @@ from minsep.schemes.kernels.recursion import (
 )
 from minsep.schemes.kernels.sampling import user_participation
 from minsep.schemes.kernels.transcript import BlockTranscript
+from minsep.schemes.multi_attribution import gpu_kernels
 from minsep.schemes.multi_attribution.fused import host_multi_attribution, host_user_steps
 
 #: Most trials for which binomial_log_weights uses exact big-integer coefficients.
@@ -115,8 +116,11 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
     then O(n k_u) per sigma (one exp per step and term, vectorised, on the fused path).
 
     Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
-    (:mod:`.fused`) and portable array code elsewhere.
+    (:mod:`.fused`), the array code's draw with a fused CUDA log-ratio on cupy
+    (:mod:`.gpu_kernels`), and portable array code elsewhere.
     """
+
+    has_cuda_kernel: ClassVar[bool] = True
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -212,6 +216,10 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
                 sigma,
                 1.0 / sigma,
             )
+        if transcript.kernels in _DEVICE:
+            return self._device(
+                transcript.kernels, transcript.noise, transcript.signal, sigma, 1 / sigma
+            )
         dots = sigma * transcript.noise
         if transcript.signal is not None:
             dots = transcript.signal + dots
@@ -225,7 +233,15 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         kernels = kernels or default_kernels(xp)
         if kernels in _FUSED:
             return self._fused(kernels, dots, None, None, sigma, 1.0 / sigma**2)
+        if kernels in _DEVICE:
+            return self._device(kernels, dots, None, sigma, 1.0 / sigma**2)
         return self._from_dots(dots, sigma, xp, kernels)
+
+    def _device(self, kernels: str, values: Any, signal: Any, sigma: float, scale: float) -> Any:
+        weights = binomial_log_weights(self.max_user_examples, self.probability)
+        return _DEVICE[kernels](
+            values, signal, self.coefficients, sigma, scale, tuple(weights), self.min_sep
+        )
 
     def _fused(
         self, kernels: str, values: Any, steps: Any, counts: Any, sigma: float, scale: float
@@ -254,6 +270,8 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
 
 #: The fused log-ratio of each kernel set that has one (others: portable array code).
 _FUSED: dict[str, Callable[..., Any]] = {"numba": host_multi_attribution}
+#: The device log-ratio of each kernel set that has one (on the array code's dense draws).
+_DEVICE: dict[str, Callable[..., Any]] = {"cuda": gpu_kernels.device_multi_attribution}
 
 
 @attrs.frozen

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -48,6 +48,7 @@ from minsep.schemes.kernels.recursion import (
 )
 from minsep.schemes.kernels.sampling import chain_participation, host_generator
 from minsep.schemes.kernels.transcript import TruncatedTranscript
+from minsep.schemes.truncated import gpu_kernels
 from minsep.schemes.truncated.counts import table_counts
 from minsep.schemes.truncated.fused import host_pattern, host_truncated
 
@@ -125,8 +126,11 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     uniforms, then moved to the backend (cupy pays one transfer).
 
     Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
-    (:mod:`.fused`) and portable array code elsewhere.
+    (:mod:`.fused`), the array code's draw with a fused CUDA log-ratio on cupy
+    (:mod:`.gpu_kernels`), and portable array code elsewhere.
     """
+
+    has_cuda_kernel: ClassVar[bool] = True
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -241,6 +245,15 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
                 sigma,
                 1.0 / sigma,
             )
+        if transcript.kernels in _DEVICE:
+            return self._device(
+                transcript.kernels,
+                transcript.noise,
+                transcript.signal,
+                transcript.counts,
+                sigma,
+                1.0 / sigma,
+            )
         dots = transcript.signal + sigma * transcript.noise
         return self._from_dots(dots, transcript.counts, sigma, transcript.xp, transcript.kernels)
 
@@ -253,7 +266,25 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
         kernels = kernels or default_kernels(xp)
         if kernels in _FUSED:
             return self._fused(kernels, dots, None, None, counts, sigma, 1.0 / sigma**2)
+        if kernels in _DEVICE:
+            return self._device(kernels, dots, None, counts, sigma, 1.0 / sigma**2)
         return self._from_dots(dots, counts, sigma, xp, kernels)
+
+    def _device(
+        self, kernels: str, values: Any, signal: Any, counts: Any, sigma: float, scale: float
+    ) -> Any:
+        return _DEVICE[kernels](
+            values,
+            signal,
+            counts,
+            self.coefficients,
+            sigma,
+            scale,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            self.max_batch_size,
+        )
 
     def _fused(
         self,
@@ -297,3 +328,5 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
 
 #: The fused log-ratio of each kernel set that has one (others: portable array code).
 _FUSED: dict[str, Callable[..., Any]] = {"numba": host_truncated}
+#: The device log-ratio of each kernel set that has one (on the array code's dense draws).
+_DEVICE: dict[str, Callable[..., Any]] = {"cuda": gpu_kernels.device_truncated}
