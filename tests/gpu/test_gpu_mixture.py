@@ -36,7 +36,7 @@ MODELS = [
         warm_start=True,
         dataset_size=60,
         max_batch_size=6,
-    ),  # fmt: skip
+    ),
     TruncatedBMinSepLossModel(
         coefficients=(1.0,),
         n_steps=200,
@@ -45,7 +45,7 @@ MODELS = [
         warm_start=False,
         dataset_size=20,
         max_batch_size=6,
-    ),  # fmt: skip
+    ),
 ]
 
 
