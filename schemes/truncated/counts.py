@@ -67,7 +67,7 @@ def count_tables(others: int, p: float, b: int) -> CountTables:
     high = min(others, math.ceil(others - mean + spread))
     pieces = []
     offsets = np.zeros(high - low + 2, dtype=np.int64)
-    guides = np.empty((high - low + 1, GUIDE + 1), dtype=np.int64)
+    guides = np.empty((high - low + 1, GUIDE + 1), dtype=np.int32)
     grid = np.arange(GUIDE + 1) / GUIDE
     for trials in range(low, high + 1):
         length = _tail_length(trials, p)

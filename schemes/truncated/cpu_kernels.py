@@ -17,9 +17,12 @@ P/R and Q/R recursions are
     P: p (t_i exp(2 x_i - 4 h_i) + 1 - t_i)      Q: p (t_i exp(-x_i - h_i) + 1 - t_i)
 
 run through b-min-sep's linear-scale recursion (warm average applied to each before the
-ratio). A row where some exponent leaves ``[-LIMIT, LIMIT]`` or some weight leaves
-``[exp(-LIMIT), exp(LIMIT + 1)]`` is redone in the log domain (``logaddexp``), as the array
-code computes it, and so is every row when ``0 < 1 - p < exp(-100)``.
+ratio). With every exponent in ``[-LIMIT, LIMIT]``, ``p >= exp(-80)`` and ``p / (B_max + 1) >=
+exp(-380)`` the weights lie in ``[exp(-380), exp(LIMIT + 1)]``, so that the recursion's
+products stay normal numbers (its own checks send a row whose window still drifts out of range
+to logs). A row with an exponent outside ``[-LIMIT, LIMIT]`` is redone in the log domain
+(``logaddexp``), as the array code computes it, and so is every row when one of the bounds on
+p fails or ``0 < 1 - p < exp(-100)``.
 """
 
 from __future__ import annotations
@@ -38,10 +41,6 @@ from minsep.schemes.b_min_sep.cpu_kernels import (
 from minsep.schemes.kernels.cpu_kernels import logaddexp
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
-
-#: The range of per-step weights the linear-scale recursion takes.
-WEIGHT_LOW = math.exp(-LIMIT)
-WEIGHT_HIGH = math.exp(LIMIT + 1.0)
 
 
 @njit
@@ -166,35 +165,33 @@ def _weights(
     p: float,
     args: np.ndarray,
     e1: np.ndarray,
-    e2: np.ndarray,
-    e3: np.ndarray,
     bits: np.ndarray,
     e_p: np.ndarray,
     e_q: np.ndarray,
     n: int,
 ) -> bool:
-    """The linear weights of one row into ``e_p``, ``e_q``; True when the row needs logs."""
+    """The linear weights of one row into ``e_p``, ``e_q``; True when the row needs logs (an
+    exponent outside ``[-LIMIT, LIMIT]``). One vectorised exp for the free steps; the
+    truncating steps (rare) take two scalar ones."""
+    for i in range(n):
+        args[i] = x[i] - half_norms[i]
+    wild = exp_row(args, e1, bits, n)
+    for i in range(n):
+        e_p[i] = p * e1[i]
+        e_q[i] = p
     cap = float(max_batch)
     for i in range(n):
-        args[0, i] = x[i] - half_norms[i]
-        truncating = counts[i] >= max_batch
-        args[1, i] = 2.0 * x[i] - 4.0 * half_norms[i] if truncating else 0.0
-        args[2, i] = -x[i] - half_norms[i] if truncating else 0.0
-    wild = exp_row(args[0], e1, bits, n)
-    wild |= exp_row(args[1], e2, bits, n)
-    wild |= exp_row(args[2], e3, bits, n)
-    out_of_range = False
-    for i in range(n):
         count = counts[i]
-        truncating = count >= max_batch
-        keep = cap / max(count + 1.0, cap + 1.0)
-        drop = 1.0 - keep
-        wp = p * (keep * e2[i] + drop) if truncating else p * e1[i]
-        wq = p * (keep * e3[i] + drop) if truncating else p
-        e_p[i] = wp
-        e_q[i] = wq
-        out_of_range |= not (WEIGHT_LOW <= wp <= WEIGHT_HIGH and WEIGHT_LOW <= wq <= WEIGHT_HIGH)
-    return wild | out_of_range
+        if count >= max_batch:
+            keep = cap / max(count + 1.0, cap + 1.0)
+            drop = 1.0 - keep
+            a_p = 2.0 * x[i] - 4.0 * half_norms[i]
+            a_q = -x[i] - half_norms[i]
+            if not (abs(a_p) <= LIMIT and abs(a_q) <= LIMIT):
+                return True
+            e_p[i] = p * (keep * math.exp(a_p) + drop)
+            e_q[i] = p * (keep * math.exp(a_q) + drop)
+    return wild
 
 
 @njit
@@ -249,12 +246,12 @@ def truncated_rows(
     q = 1.0 - p
     log_q = math.log(q) if q > 0.0 else -np.inf
     log_p = math.log(p)
-    linear = q == 0.0 or log_q >= -100.0
+    # bounds of the linear recursion: stay weight >= e^-100, step weights >= e^-380
+    linear = (q == 0.0 or log_q >= -100.0) and log_p - math.log(max_batch + 1.0) >= -380.0
+    linear = linear and log_p >= -80.0
     x = np.empty((GROUP, n))
-    args = np.empty((3, n))
+    args = np.empty(n)
     e1 = np.empty(n)
-    e2 = np.empty(n)
-    e3 = np.empty(n)
     bits = np.empty(n, dtype=np.int64)
     e_p = np.empty((GROUP, n))
     e_q = np.empty((GROUP, n))
@@ -275,7 +272,7 @@ def truncated_rows(
                 xg[i] = a * row[i]
             add_weighted_signal(xg, steps[s], weights[s], table, inv_s2)
             wild[g] = _weights(
-                xg, half_norms, counts[s], max_batch, p, args, e1, e2, e3, bits, e_p[g], e_q[g], n
+                xg, half_norms, counts[s], max_batch, p, args, e1, bits, e_p[g], e_q[g], n
             )
         if linear:
             linear_rows(e_p, n, b, q, p, warm, f, res_p)
