@@ -29,6 +29,9 @@ from minsep.schemes.kernels.sampling import stationary_law
 BAND_SDS = 12.0
 #: Buckets of the guide tables (a power of 2, so that ``floor(u * GUIDE)`` is exact).
 GUIDE = 256
+#: Most thresholds and guide entries tabulated per ``(|D| - 1, p, b)`` (about 64 MiB): a band
+#: that would need more is narrowed around its centre (more draws fall back on numpy).
+MAX_ENTRIES = 1 << 23
 
 
 @attrs.frozen(eq=False)
@@ -63,8 +66,11 @@ def count_tables(others: int, p: float, b: int) -> CountTables:
     mean = others * barred
     sd = math.sqrt(others * barred * (1.0 - barred))
     spread = BAND_SDS * sd + 32.0
-    low = max(0, math.floor(others - mean - spread))
-    high = min(others, math.ceil(others - mean + spread))
+    centre = min(others, max(0, round(others - mean)))
+    per_table = _tail_length(centre, p) + GUIDE + 1
+    spread = min(spread, (MAX_ENTRIES // per_table - 1) / 2)
+    low = max(0, math.floor(centre - spread))
+    high = min(others, math.ceil(centre + spread)) if spread >= 0 else low - 1
     pieces = []
     offsets = np.zeros(high - low + 2, dtype=np.int64)
     guides = np.empty((high - low + 1, GUIDE + 1), dtype=np.int32)
@@ -117,17 +123,19 @@ def table_counts(
         avail = others - barred
         u = generator.random(n_samples)
         inside = (avail >= tables.low) & (avail <= tables.high)
-        k = np.clip(avail - tables.low, 0, tables.high - tables.low)
-        lo, hi = starts[k].copy(), starts[k + 1].copy()
-        first = starts[k]
-        active = lo < hi
-        while active.any():  # binary search: the first index with threshold > u
-            mid = (lo + hi) // 2
-            above = flat[np.minimum(mid, last)] > u if flat.size else np.ones_like(active)
-            lo = np.where(active & ~above, mid + 1, lo)
-            hi = np.where(active & above, mid, hi)
+        sampled = np.zeros(n_samples, dtype=np.int64)
+        if tables.high >= tables.low:
+            k = np.clip(avail - tables.low, 0, tables.high - tables.low)
+            lo, hi = starts[k].copy(), starts[k + 1].copy()
+            first = starts[k]
             active = lo < hi
-        sampled = lo - first
+            while active.any():  # binary search: the first index with threshold > u
+                mid = (lo + hi) // 2
+                above = flat[np.minimum(mid, last)] > u
+                lo = np.where(active & ~above, mid + 1, lo)
+                hi = np.where(active & above, mid, hi)
+                active = lo < hi
+            sampled = lo - first
         if not inside.all():
             outside = ~inside
             sampled[outside] = generator.binomial(avail[outside], p)

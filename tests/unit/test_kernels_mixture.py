@@ -267,3 +267,25 @@ def test_truncated_log_ratio_handles_a_tiny_stay_probability() -> None:
     got = model.log_ratio(fast, 0.8)
     assert np.all(np.isfinite(got)) and math.isclose(1.0 - model.probability, 0.0, abs_tol=1e-15)
     np.testing.assert_allclose(got, model.log_ratio(slow, 0.8), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("entries", [0, 2000])
+def test_counts_agree_when_the_tables_are_capped(
+    monkeypatch: pytest.MonkeyPatch, entries: int
+) -> None:
+    """A memory cap narrows the tabulated band (or empties it): more draws fall back on
+    numpy's binomial, on both paths alike."""
+    from minsep.schemes.truncated import counts as counts_module
+
+    monkeypatch.setattr(counts_module, "MAX_ENTRIES", entries)
+    count_tables.cache_clear()
+    try:
+        tables = count_tables(700, 0.15, 5)
+        assert tables.high - tables.low + 1 == (0 if entries == 0 else 5)
+        for warm in (False, True):
+            got = host_counts(60, 40, 0.15, 5, warm, 700, _rng(2), numpy_backend())
+            want = table_counts(60, 40, 700, 0.15, 5, warm, _host_generator(_rng(2)))
+            np.testing.assert_array_equal(got, want)
+            assert got.min() >= 0 and got.max() <= 700
+    finally:
+        count_tables.cache_clear()
