@@ -131,7 +131,7 @@ def multi_attribution_rows(
     results = np.empty(GROUP)
     wild = np.zeros(GROUP, dtype=np.bool_)
     q = math.exp(log_q) if log_q > -np.inf else 0.0
-    linear = q == 0.0 or log_q >= -100.0
+    linear = log_q == -np.inf or log_q >= -100.0  # q = 0 only when p = 1, not by underflow
     in_logs = 0
     for start in range(0, rows, GROUP):
         for g in range(GROUP):

@@ -45,6 +45,7 @@ MULTI = [
     ((0.8, 0.6), 30, 2, 1.0, 3),  # p = 1: no stay branch
     ((0.6, 0.5, 0.4, 0.3), 3, 4, 0.5, 2),  # n < k
     ((0.7, 0.5, 0.3), 120, 4, 0.9, 300),  # (1-p)^k_u = 1e-300: every row in logs
+    ((0.7, 0.5, 0.3), 60, 4, 0.9, 400),  # (1-p)^k_u = 1e-400 underflows, yet p < 1
     (MANY, 150, len(MANY), 0.02, 4),  # FFT correlation
 ]
 
@@ -157,9 +158,10 @@ def test_multi_attribution_rows_leave_linear_scale_only_when_they_must() -> None
     transcript = model.draw(9, Direction.REMOVE, _rng(7), numpy_backend())
     assert _multi_rows(model, transcript, 1.0) == 0
     assert _multi_rows(model, transcript, 0.01) == 9  # |ln G_i| far beyond LIMIT
-    tiny_stay = _multi(MULTI[4])
-    transcript = tiny_stay.draw(5, Direction.REMOVE, _rng(7), numpy_backend())
-    assert _multi_rows(tiny_stay, transcript, 1.0) == 5
+    for case in MULTI[4:6]:  # (1-p)^k_u tiny, or underflowing to 0 while p < 1
+        tiny_stay = _multi(case)
+        transcript = tiny_stay.draw(5, Direction.REMOVE, _rng(7), numpy_backend())
+        assert _multi_rows(tiny_stay, transcript, 1.0) == 5
 
 
 @pytest.mark.parametrize("kernels", ["numba", "array"])
