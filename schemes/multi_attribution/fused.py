@@ -4,7 +4,7 @@
 
 Memory: the transcript holds the noise correlations (``8 n`` bytes per sample) and, under
 REMOVE, the steps and counts of the user's participations (``8 ceil(n / b)``); drawing adds
-one block of uniforms (256 KiB), evaluating ``8 (12 n + 5 b)`` bytes of row buffers.
+one block of uniforms (256 KiB), evaluating ``8 (21 n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ in one compiled call (:mod:`.cpu_kernels`).
 
 Memory: the transcript holds the noise correlations and the counts (``16 n`` bytes per sample)
 and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of uniforms
-(256 KiB), evaluating ``8 (18 n + 5 b)`` bytes of row buffers.
+(256 KiB) and, while the step-major counts are transposed, their second copy (``8 n`` per
+sample); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
