@@ -291,3 +291,24 @@ def test_counts_agree_when_the_tables_are_capped(
             assert got.min() >= 0 and got.max() <= 700
     finally:
         count_tables.cache_clear()
+
+
+@pytest.mark.parametrize("case", [MULTI[0], TRUNCATED[4]])
+def test_memory_of_a_fused_chunk_is_what_the_model_declares(case: tuple[Any, ...]) -> None:
+    """tracemalloc peak of a host draw plus evaluation against ``bytes_per_sample``."""
+    import tracemalloc
+
+    model = _multi(case) if len(case) == 5 else _truncated(case)
+    backend = numpy_backend()
+    model.log_ratio(model.draw(8, Direction.REMOVE, _rng(0), backend), 1.0)  # compile, tables
+    samples = 4000
+    tracemalloc.start()
+    try:
+        transcript = model.draw(samples, Direction.REMOVE, _rng(1), backend)
+        model.log_ratio(transcript, 1.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    declared = samples * model.bytes_per_sample(Direction.REMOVE, backend)
+    blocks = 2 * 8 * kernel_fused.BLOCK_ELEMENTS  # uniforms and normals
+    assert peak < declared + blocks + 8 * 30 * model.n_steps + (1 << 16)
