@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip
 DEMO_EXTRAS := fast
 TEST_EXTRAS := dev,fast,dist,plot,data
 
-.PHONY: demo test test-all lint bench clean venv
+.PHONY: demo test test-all lint bench gpu-check clean venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ lint: $(TEST_STAMP)
 bench: $(TEST_STAMP)
 	$(PY) -m minsep.bench
 	$(PY) -m pytest tests/benchmarks --benchmark-only -q -m "not gpu and not slow or slow"
+
+# On a machine with an NVIDIA GPU: install the gpu extra, run the gpu tests, compare the GPU and
+# CPU paths on the same samples and time every loss model on cupy (exit 2 without a GPU).
+gpu-check:
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

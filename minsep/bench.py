@@ -1,22 +1,35 @@
-"""Throughput of the Monte Carlo loss models: ``python -m minsep.bench [--quick]``.
+"""Throughput of the Monte Carlo loss models: ``python -m minsep.bench [--quick] [--json]``.
 
-Measures warm-start b-min-sep, REMOVE direction (the costlier one: it also draws the
-participation pattern), at the two sizes of issue 7, in sample·steps per second:
+Measures every registered loss model (REMOVE direction: the costlier one, it also draws the
+participation pattern) at the two sizes of issue 7 (n = 1024 with k = b = 8 bands, n = 7200
+with k = b = 256), in sample·steps per second. The models are found through the registries:
+each registered scheme proposes its ``compare`` rows at the case's bands
+(``compare_variants``), or, when it declares options ``compare`` does not fill, is built with
+the bench values of :data:`OPTION_VALUES` for the options it declares; its
+``loss_model(strategy)`` on a banded Toeplitz strategy is then timed, unless a model with the
+same ``draw`` and ``log_ratio`` was timed already (a scheme without a Monte Carlo model at that
+size is listed as skipped, with the reason). Per model:
 
 * ``fresh``: ``model.draw`` then one ``model.log_ratio`` (a new sigma-free transcript per
   repetition), in this process;
-* ``log-ratio``: ``model.log_ratio`` alone on the kept transcript, and its cost as a fraction
-  of a fresh draw (re-evaluating a new sigma during calibration);
-* ``normals``: numpy's raw ``standard_normal`` rate (the host backend's SFC64 generator, into
-  a reused buffer), timed right next to each repetition so that the figures share the load;
-* ``engine``: the Monte Carlo engine (``minsep.framework.montecarlo.sample``) on 1 process and
-  on a ``ProcessExecutor`` of ``--workers`` processes, and the scaling between them.
+* ``log-ratio``: ``model.log_ratio`` alone on the kept transcript (re-evaluating a new sigma
+  during calibration);
+* ``share_of_normals``: the fresh rate per CPU-second over numpy's raw ``standard_normal``
+  rate (the host backend's SFC64 generator, into a reused buffer), timed right next to each
+  repetition of each model so that the figures share the load;
+* ``share_of_b_min_sep``: the fresh rate per CPU-second over b-min-sep's, measured in the same
+  run.
+
+``engine``: the Monte Carlo engine (``minsep.framework.montecarlo.sample``) on warm b-min-sep,
+on 1 process and on a ``ProcessExecutor`` of ``--workers`` processes, and the scaling between
+them.
 
 Every figure is the best and the median of ``--repeats`` repetitions, by wall clock and per
 CPU-second actually used (this process, plus the pool's workers read from /proc): on a shared
 machine the wall-clock figures measure the load as much as the code, the CPU-second ones much
-less so. ``--quick`` runs CI-sized problems (seconds). ``--backend cupy`` times the same model
-on a GPU (normals then come from cupy's generator; no process pool).
+less so; the shares are ratios of medians per CPU-second. ``--quick`` runs CI-sized problems
+(seconds). ``--backend cupy`` times the same models on a GPU (normals then come from cupy's
+generator; no process pool).
 """
 
 from __future__ import annotations
@@ -36,7 +49,8 @@ import attrs
 import numpy as np
 
 from minsep.framework.backend import Backend, get_backend
-from minsep.framework.interfaces import Direction
+from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.interfaces import Direction, PrivacyLossModel, SamplingScheme
 from minsep.schemes.kernels.jit import KERNEL_SETS, array_path_note
 from minsep.schemes.losses import BMinSepLossModel
 
@@ -78,7 +92,7 @@ def catalan_coefficients(bands: int) -> tuple[float, ...]:
 
 
 def build_model(case: Case) -> BMinSepLossModel:
-    """Warm-start b-min-sep with b = k at rate p0 = 1/(2b)."""
+    """Warm-start b-min-sep with b = k at rate p0 = 1/(2b) (the reference of the shares)."""
     b, p0 = case.bands, case.rate
     return BMinSepLossModel(
         coefficients=catalan_coefficients(case.bands),
@@ -87,6 +101,98 @@ def build_model(case: Case) -> BMinSepLossModel:
         probability=p0 / (1.0 - p0 * (b - 1)),
         warm_start=True,
     )
+
+
+#: The name of the reference model (its rate is the denominator of ``share_of_b_min_sep``).
+REFERENCE = "b_min_sep"
+#: Expected batch size of the truncated models' public dataset (|D| = BATCH / p0).
+BATCH = 64
+
+
+def option_values(case: Case) -> dict[str, Any]:
+    """The bench value of every scheme option ``compare`` does not fill, by option name: b = k,
+    k_u = 4 examples per user with holding-set probability p0, |D| = 64 / p0 (expected batch
+    64) truncated at B_max = 80 (about two standard deviations above it)."""
+    return {
+        "min_sep": case.bands,
+        "max_user_examples": 4,
+        "probability": case.rate,
+        "dataset_size": round(BATCH / case.rate),
+        "max_batch_size": BATCH + 16,
+        "warm_start": True,
+    }
+
+
+@attrs.frozen
+class Entry:
+    """A loss model to time (``model``), or a registered scheme skipped with ``reason``."""
+
+    label: str
+    model: PrivacyLossModel | None
+    reason: str = ""
+
+
+def _declared(cls: type[SamplingScheme]) -> set[str]:
+    """The options ``cls.from_rate`` takes: its own and, for a wrapper with a ``base`` option,
+    those of the default base."""
+    from minsep.framework.registries import schemes
+
+    names = {p.name for p in cls.parameters()}
+    for parameter in cls.parameters():
+        if parameter.name == "base" and isinstance(parameter.default, str):
+            names |= {p.name for p in schemes.get(parameter.default).parameters()}
+    return names
+
+
+def _option_sets(cls: type[SamplingScheme], case: Case) -> list[tuple[str, dict[str, Any]]]:
+    """``(label, options)`` to try for one registered scheme at ``case``: its Monte Carlo rows
+    of ``compare`` at the case's bands, else the bench values of the options it declares."""
+    from minsep.framework.parameters import CompareContext
+
+    name = cls.registered_name()
+    context = CompareContext(
+        n_steps=case.n_steps,
+        rate=case.rate,
+        bands=(case.bands,),
+        min_seps={case.bands: (case.bands,)},
+    )
+    rows = [
+        (variant.family or name, dict(variant.options))
+        for variant in cls.compare_variants(context)
+        if variant.bands == case.bands and variant.accountant in (None, "monte_carlo")
+    ]
+    if rows:
+        return rows
+    values = option_values(case)
+    return [(name, {k: v for k, v in values.items() if k in _declared(cls)})]
+
+
+def bench_models(case: Case) -> list[Entry]:
+    """Every registered scheme's loss model at ``case`` (banded Toeplitz strategy with
+    :func:`catalan_coefficients`), one per distinct ``draw`` / ``log_ratio`` pair, in registry
+    order; schemes without one at this size come back with the reason."""
+    from minsep.framework.registries import schemes, strategies
+    from minsep.testing.registered import build_loss_model
+
+    banded: Any = strategies.get("banded_toeplitz")
+    strategy = banded(coefficients=catalan_coefficients(case.bands))
+    entries: list[Entry] = []
+    seen: set[tuple[Any, Any]] = set()
+    for name in schemes.names():
+        cls = schemes.get(name)
+        for label, options in _option_sets(cls, case):
+            try:
+                scheme = cls.from_rate(case.n_steps, case.rate, **options)
+                model = build_loss_model(scheme, strategy)
+            except (ConfigurationError, NotAccountableError) as exc:
+                entries.append(Entry(label, None, str(exc).splitlines()[0]))
+                continue
+            key = (type(model).draw, type(model).log_ratio)
+            if key in seen:
+                continue
+            seen.add(key)
+            entries.append(Entry(label, model))
+    return entries
 
 
 def _sync(backend: Backend) -> None:
@@ -137,9 +243,10 @@ class Figure:
         return cls(work / min(seconds), work / statistics.median(seconds))
 
 
-def measure_model(case: Case, backend: Backend, repeats: int, sigma: float) -> dict[str, Any]:
-    """fresh / log-ratio / normals figures of one case (in this process)."""
-    model = build_model(case)
+def measure_model(
+    case: Case, model: PrivacyLossModel, backend: Backend, repeats: int, sigma: float
+) -> dict[str, Any]:
+    """fresh / log-ratio / normals figures of one model at one case (in this process)."""
     work = float(case.samples * case.n_steps)
     normals = _normals(case.samples * case.n_steps, backend, seed=99)
 
@@ -166,15 +273,47 @@ def measure_model(case: Case, backend: Backend, repeats: int, sigma: float) -> d
         wall["log_ratio"].append(seconds)
         cpu["log_ratio"].append(spent)
         del kept
-    row: dict[str, Any] = {"case": case.name, "samples": case.samples}
+    row: dict[str, Any] = {
+        "case": case.name,
+        "model": type(model).__name__,
+        "kernels": model.kernel_set(backend),
+        "samples": case.samples,
+    }
     for key in wall:
         row[key] = Figure.of(work, wall[key])
         row[f"{key}_cpu"] = Figure.of(work, cpu[key])
     row["ratio_best"] = min(wall["log_ratio"]) / min(wall["fresh"])
     row["ratio_median"] = statistics.median(wall["log_ratio"]) / statistics.median(wall["fresh"])
     row["ratio_cpu"] = statistics.median(cpu["log_ratio"]) / statistics.median(cpu["fresh"])
-    row["transcript_bytes"] = model.transcript_bytes(case.samples, Direction.REMOVE, backend)
+    row["share_of_normals"] = statistics.median(cpu["normals"]) / statistics.median(cpu["fresh"])
+    bytes_of = getattr(model, "transcript_bytes", None)
+    if bytes_of is not None:
+        row["transcript_bytes"] = bytes_of(case.samples, Direction.REMOVE, backend)
     return row
+
+
+def measure_case(
+    case: Case, backend: Backend, repeats: int, sigma: float, only: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Every registered model at ``case`` (or those labelled in ``only``), with each one's
+    share of the reference model's rate per CPU-second (medians, measured in this run)."""
+    entries = [e for e in bench_models(case) if only is None or e.label in only]
+    rows: dict[str, dict[str, Any]] = {}
+    skipped = {}
+    for entry in entries:
+        if entry.model is None:
+            skipped[entry.label] = entry.reason
+        else:
+            rows[entry.label] = measure_model(case, entry.model, backend, repeats, sigma)
+    reference = rows.get(REFERENCE)
+    for row in rows.values():
+        if reference is not None:
+            row["share_of_b_min_sep"] = row["fresh_cpu"].median / reference["fresh_cpu"].median
+            row["log_ratio_share_of_b_min_sep"] = (
+                row["log_ratio_cpu"].median / reference["log_ratio_cpu"].median
+            )
+    return {"case": case.name, "n_steps": case.n_steps, "bands": case.bands,
+            "samples": case.samples, "models": rows, "skipped": skipped}  # fmt: skip
 
 
 def measure_engine(
@@ -284,27 +423,26 @@ def _rate(figure: Figure) -> str:
     return f"{figure.best:9.3g} best  {figure.median:9.3g} median"
 
 
-def report(model_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -> str:
+def report(case_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -> str:
     """The human-readable table."""
-    lines = ["warm b-min-sep, REMOVE; sample·steps per second (normals: numbers per second)"]
-    for row in model_rows:
-        lines.append(f"\n[{row['case']}]  {row['samples']} samples per repetition")
-        for suffix, title in (("", "wall clock"), ("_cpu", "per CPU-second of this process")):
-            normals = row[f"normals{suffix}"]
-            lines.append(f"  {title}:")
-            lines.append(f"    numpy normals      {_rate(normals)}")
-            for key, label in (("fresh", "draw + log-ratio"), ("log_ratio", "log-ratio (kept)")):
-                fig = row[f"{key}{suffix}"]
-                lines.append(
-                    f"    {label:<18} {_rate(fig)}   = {fig.best / normals.best:.2f} x normals"
-                )
+    lines = ["every registered loss model, REMOVE; sample·steps per second (normals: per second)"]
+    for case in case_rows:
+        lines.append(f"\n[{case['case']}]  {case['samples']} samples per repetition")
         lines.append(
-            f"  log-ratio / fresh  {row['ratio_best']:.2f} best  {row['ratio_median']:.2f} median"
-            f"  {row['ratio_cpu']:.2f} CPU (transcript: "
-            f"{row['transcript_bytes'] / row['samples']:.0f} bytes per sample)"
+            f"  {'model':<28} {'kernels':<7} {'fresh/CPU-s':>11} {'log-ratio':>10} "
+            f"{'x normals':>9} {'x b-min-sep':>11}"
         )
+        for label, row in case["models"].items():
+            share = row.get("share_of_b_min_sep", math.nan)
+            lines.append(
+                f"  {label:<28} {row['kernels']:<7} {row['fresh_cpu'].median:11.3g} "
+                f"{row['log_ratio_cpu'].median:10.3g} {row['share_of_normals']:9.2f} "
+                f"{share:11.2f}"
+            )
+        for label, reason in case["skipped"].items():
+            lines.append(f"  {label:<28} skipped: {reason}")
     for row in engine_rows:
-        lines.append(f"\n[{row['case']}]  engine, REMOVE only")
+        lines.append(f"\n[{row['case']}]  engine, warm b-min-sep, REMOVE only")
         lines.append(f"  1 process          {_rate(row['local'])}")
         if "local_cpu" in row:
             lines.append(f"    per CPU-second   {_rate(row['local_cpu'])}")
@@ -326,6 +464,10 @@ def report(model_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) 
                     f"CPU-second; x {row['workers']} = {row['workers'] * row['efficiency']:.2f}"
                     " on idle cores)"
                 )
+    lines.append(
+        "\nfresh/CPU-s, log-ratio: medians per CPU-second; x normals, x b-min-sep: the fresh "
+        "rate over numpy's normal rate and over b-min-sep's, both measured in this run"
+    )
     return "\n".join(lines)
 
 
@@ -361,6 +503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sigma", type=float, default=1.0, help="noise multiplier")
     parser.add_argument("--case", choices=("small", "large"), action="append",
                         help="only this case (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--models",
+        default=None,
+        help="comma-separated labels of the models to time (default: every registered one)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--require-kernels",
@@ -382,7 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 3
-    model_rows = [measure_model(case, backend, repeats, args.sigma) for case in cases]
+    only = args.models.split(",") if args.models else None
+    model_rows = [measure_case(case, backend, repeats, args.sigma, only) for case in cases]
     engine_rows = []
     workers = args.workers if backend.name == "numpy" else 1  # one GPU: no process pool
     if not args.no_engine:
@@ -390,7 +538,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure_engine(case, args.backend, workers, repeats, args.sigma) for case in cases
         ]
     if args.json:
-        result = {"kernels": kernels, "model": model_rows, "engine": engine_rows}
+        result = {
+            "command": "python -m minsep.bench " + " ".join(argv or sys.argv[1:]),
+            "backend": backend.name,
+            "kernels": kernels,
+            "repeats": repeats,
+            "cases": model_rows,
+            "engine": engine_rows,
+        }
         print(json.dumps(_jsonable(result), indent=2))
     else:
         quick = ", quick" if args.quick else ""

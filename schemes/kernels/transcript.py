@@ -56,6 +56,8 @@ class BlockTranscript:
         steps: participation steps, int32 ``(n_samples, m)`` ascending then padded with n (see
             :func:`~minsep.schemes.kernels.sampling.chain_steps`), or None.
         coefficients: c, needed to rebuild a dense signal from ``steps``.
+        step_weights: x at each of ``steps`` (the user's count under multi-attribution),
+            ``(n_samples, m)``, or None when every participation has x = 1.
     """
 
     direction: Direction
@@ -65,6 +67,7 @@ class BlockTranscript:
     _signal: Any = attrs.field(default=None, repr=False, alias="signal")
     steps: Any = attrs.field(default=None, repr=False)
     coefficients: tuple[float, ...] = attrs.field(default=(), repr=False)
+    step_weights: Any = attrs.field(default=None, repr=False)
 
     @property
     def n_samples(self) -> int:
@@ -75,13 +78,7 @@ class BlockTranscript:
         """The dense ``<c_i, C x>`` (rebuilt from ``steps`` when not stored), or None."""
         if self._signal is not None or self.steps is None:
             return self._signal
-        from minsep.schemes.kernels.blocks import signal_dots
-        from minsep.schemes.kernels.sampling import steps_to_pattern
-
-        xp = self.xp
-        n = int(self.noise.shape[1])
-        pattern = xp.astype(steps_to_pattern(self.steps, n, xp), xp.float64)
-        return signal_dots(pattern, self.coefficients, xp)
+        return sparse_signal(self.steps, self.step_weights, self.noise, self.coefficients, self.xp)
 
     @property
     def stored_signal(self) -> Any:
@@ -90,7 +87,27 @@ class BlockTranscript:
 
     def nbytes(self) -> int:
         """Bytes held by the arrays (the memory of a kept transcript)."""
-        return sum(_nbytes(a) for a in (self.noise, self._signal, self.steps))
+        arrays = (self.noise, self._signal, self.steps, self.step_weights)
+        return sum(_nbytes(a) for a in arrays)
+
+
+def sparse_signal(
+    steps: Any, weights: Any, noise: Any, coefficients: tuple[float, ...], xp: Any
+) -> Any:
+    """The dense ``<c_i, C x>`` of ``x`` given by its nonzero ``steps`` (padded with n) and the
+    values there (``weights``; None: all 1), shaped like ``noise``."""
+    from minsep.schemes.kernels.blocks import signal_dots
+    from minsep.schemes.kernels.sampling import steps_to_pattern
+
+    n = int(noise.shape[1])
+    if weights is None:
+        pattern = xp.astype(steps_to_pattern(steps, n, xp), xp.float64)
+    else:  # numpy / cupy scatter; the padding steps land in the dropped column n
+        rows = int(steps.shape[0])
+        dense = xp.zeros((rows, n + 1), dtype=xp.float64)
+        dense[xp.arange(rows)[:, None], steps] = xp.astype(weights, xp.float64)
+        pattern = dense[:, :n]
+    return signal_dots(pattern, coefficients, xp)
 
 
 @attrs.frozen(eq=False)
@@ -123,7 +140,9 @@ class TruncatedTranscript:
     """Block correlations plus the public counts r_i of truncated b-min-sep (docs/math.md §6).
 
     Under both directions x is drawn (entries 0/1/2 under P, 0/-1 under Q: the dominating pair
-    of paper App. D is not centred at zero), so ``signal`` is always present.
+    of paper App. D is not centred at zero), so ``signal`` is always present: stored densely
+    (array path) or as the sensitive example's sampled ``steps`` with x there
+    (``step_weights``), from which the fused kernels add it sparsely.
 
     Attributes:
         direction: REMOVE (y ~ P) or ADD (y ~ Q).
@@ -131,18 +150,44 @@ class TruncatedTranscript:
         kernels: the kernel set of the backend that drew it (``backend.kernels``); the
             model's ``log_ratio`` evaluates with the same set.
         noise: ``<c_i, z>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
-        signal: ``<c_i, C x>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
+        signal: ``<c_i, C x>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample when
+            stored; else rebuilt from ``steps`` and ``step_weights`` on each access.
         counts: r_i, the other examples sampled at step i before truncation, int64
             ``(n_samples, n)`` -- ``8 n`` bytes per sample.
+        steps: the sensitive example's sampled steps, int32 ``(n_samples, ceil(n / b))``
+            ascending then padded with n, or None (dense signal).
+        step_weights: x at ``steps`` (1, 2 or 0 under REMOVE; -1 or 0 under ADD), float64 like
+            ``steps``, or None.
+        coefficients: c, needed to rebuild a dense signal from ``steps``.
     """
 
     direction: Direction
     xp: Any = attrs.field(repr=False)
     noise: Any = attrs.field(repr=False)
     kernels: str = attrs.field(default="array", kw_only=True)
-    signal: Any = attrs.field(repr=False)
-    counts: Any = attrs.field(repr=False)
+    _signal: Any = attrs.field(default=None, repr=False, alias="signal", kw_only=True)
+    counts: Any = attrs.field(default=None, repr=False, kw_only=True)
+    steps: Any = attrs.field(default=None, repr=False, kw_only=True)
+    step_weights: Any = attrs.field(default=None, repr=False, kw_only=True)
+    coefficients: tuple[float, ...] = attrs.field(default=(), repr=False, kw_only=True)
 
     @property
     def n_samples(self) -> int:
         return _rows(self.noise)
+
+    @property
+    def signal(self) -> Any:
+        """The dense ``<c_i, C x>`` (rebuilt from ``steps`` when not stored)."""
+        if self._signal is not None or self.steps is None:
+            return self._signal
+        return sparse_signal(self.steps, self.step_weights, self.noise, self.coefficients, self.xp)
+
+    @property
+    def stored_signal(self) -> Any:
+        """The dense signal if it was stored, else None (no rebuilding)."""
+        return self._signal
+
+    def nbytes(self) -> int:
+        """Bytes held by the arrays (the memory of a kept transcript)."""
+        arrays = (self.noise, self._signal, self.counts, self.steps, self.step_weights)
+        return sum(_nbytes(a) for a in arrays)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
@@ -35,6 +36,8 @@ from minsep.schemes.kernels.recursion import (
 )
 from minsep.schemes.kernels.sampling import user_participation
 from minsep.schemes.kernels.transcript import BlockTranscript
+from minsep.schemes.multi_attribution import gpu_kernels
+from minsep.schemes.multi_attribution.fused import host_multi_attribution, host_user_steps
 
 #: Most trials for which binomial_log_weights uses exact big-integer coefficients.
 EXACT_TRIALS = 1000
@@ -106,9 +109,18 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         max_user_examples: k_u, the most examples attributed to one user after contribution
             bounding.
 
-    Transcript: :class:`BlockTranscript`, ``16 n`` bytes per sample under REMOVE, ``8 n`` under
-    ADD. Cost per sample: the sliding products (O(n k) or O(n log n)), then O(n k_u) per sigma.
+    Transcript: :class:`BlockTranscript`; on the portable array path ``16 n`` bytes per sample
+    under REMOVE (dense signal), ``8 n`` under ADD; on the fused paths the noise plus, under
+    REMOVE, the steps and counts of the user's participations (``8 ceil(n / b)`` bytes).
+    Cost per sample: n uniforms and n normals, the sliding products (O(n k) or O(n log n)),
+    then O(n k_u) per sigma (one exp per step and term, vectorised, on the fused path).
+
+    Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
+    (:mod:`.fused`), the array code's draw with a fused CUDA log-ratio on cupy
+    (:mod:`.gpu_kernels`), and portable array code elsewhere.
     """
+
+    has_cuda_kernel: ClassVar[bool] = True
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -147,10 +159,15 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         )
 
     def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
-        """Peak bytes per sample of a chunk (memory planning): 10 rows of n float64, whatever
-        k_u (the transcript's 2, and dots, scaled dots, one term, its peak, running sum and
-        temporaries of the streamed sum over j; measured peak 72 n bytes)."""
-        return 8 * 10 * self.n_steps
+        """Peak bytes per sample of a chunk (memory planning). Portable path: 10 rows of n
+        float64, whatever k_u (the transcript's 2, and dots, scaled dots, one term, its peak,
+        running sum and temporaries of the streamed sum over j; measured peak 72 n bytes).
+        Fused path: the transcript plus one row of n (its scratch is per block)."""
+        n = self.n_steps
+        if self.kernel_set(backend) in _FUSED:
+            sparse = 8 * -(-n // self.min_sep) if direction is Direction.REMOVE else 0
+            return 8 * n + sparse + 8 * n
+        return 8 * 10 * n
 
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
@@ -158,20 +175,51 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         """Under REMOVE draw the user's counts x, then z; under ADD only z (x = 0)."""
         self._note()
         xp = backend.xp
-        signal = None
+        kernels = self.kernel_set(backend)
+        signal = steps = counts = None
         if direction is Direction.REMOVE:
-            x = self._participation(n_samples, rng, backend)
-            signal = signal_dots(x, self.coefficients, xp)
+            if kernels in _FUSED:  # the same uniforms, kept as steps and counts
+                steps, counts = host_user_steps(
+                    n_samples,
+                    self.n_steps,
+                    self.probability,
+                    self.min_sep,
+                    self.max_user_examples,
+                    rng,
+                )
+            else:
+                x = self._participation(n_samples, rng, backend)
+                signal = signal_dots(x, self.coefficients, xp)
         noise = correlated_noise(
             n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
         )
         return BlockTranscript(
-            direction=direction, xp=xp, noise=noise, signal=signal, kernels=backend.kernels
+            direction=direction,
+            xp=xp,
+            noise=noise,
+            signal=signal,
+            steps=steps,
+            step_weights=counts,
+            coefficients=self.coefficients,
+            kernels=kernels,
         )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
         self._note()
+        if transcript.kernels in _FUSED and transcript.stored_signal is None:
+            return self._fused(
+                transcript.kernels,
+                transcript.noise,
+                transcript.steps,
+                transcript.step_weights,
+                sigma,
+                1.0 / sigma,
+            )
+        if transcript.kernels in _DEVICE:
+            return self._device(
+                transcript.kernels, transcript.noise, transcript.signal, sigma, 1 / sigma
+            )
         dots = sigma * transcript.noise
         if transcript.signal is not None:
             dots = transcript.signal + dots
@@ -182,7 +230,26 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         ``kernels`` (default: those of a default backend over ``xp``)."""
         self._note()
         dots = sliding_dot(outputs, self.coefficients, xp)
-        return self._from_dots(dots, sigma, xp, kernels or default_kernels(xp))
+        kernels = kernels or default_kernels(xp)
+        if kernels in _FUSED:
+            return self._fused(kernels, dots, None, None, sigma, 1.0 / sigma**2)
+        if kernels in _DEVICE:
+            return self._device(kernels, dots, None, sigma, 1.0 / sigma**2)
+        return self._from_dots(dots, sigma, xp, kernels)
+
+    def _device(self, kernels: str, values: Any, signal: Any, sigma: float, scale: float) -> Any:
+        weights = binomial_log_weights(self.max_user_examples, self.probability)
+        return _DEVICE[kernels](
+            values, signal, self.coefficients, sigma, scale, tuple(weights), self.min_sep
+        )
+
+    def _fused(
+        self, kernels: str, values: Any, steps: Any, counts: Any, sigma: float, scale: float
+    ) -> Any:
+        weights = binomial_log_weights(self.max_user_examples, self.probability)
+        return _FUSED[kernels](
+            values, steps, counts, self.coefficients, sigma, scale, tuple(weights), self.min_sep
+        )
 
     def _from_dots(self, dots: Any, sigma: float, xp: Any, kernels: str) -> Any:
         norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
@@ -199,6 +266,12 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
 
     def _note(self) -> None:
         """Hook for subclasses that must flag their use (the conjectured Algorithm 4)."""
+
+
+#: The fused log-ratio of each kernel set that has one (others: portable array code).
+_FUSED: dict[str, Callable[..., Any]] = {"numba": host_multi_attribution}
+#: The device log-ratio of each kernel set that has one (on the array code's dense draws).
+_DEVICE: dict[str, Callable[..., Any]] = {"cuda": gpu_kernels.device_multi_attribution}
 
 
 @attrs.frozen

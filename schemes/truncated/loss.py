@@ -24,7 +24,8 @@ warm-start average being applied to P/R and Q/R separately before the ratio (App
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import attrs
 
@@ -45,8 +46,11 @@ from minsep.schemes.kernels.recursion import (
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.kernels.sampling import chain_participation, host_generator, other_counts
+from minsep.schemes.kernels.sampling import chain_participation, host_generator
 from minsep.schemes.kernels.transcript import TruncatedTranscript
+from minsep.schemes.truncated import gpu_kernels
+from minsep.schemes.truncated.counts import table_counts
+from minsep.schemes.truncated.fused import host_pattern, host_truncated
 
 
 def survival_probability(counts: Any, max_batch_size: int, xp: Any) -> Any:
@@ -112,12 +116,21 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
 
     Unlike the untruncated models, Q is not N(0, sigma^2 I): under ADD a pattern x' (entries 0
     or -1) is drawn too. Transcript: :class:`TruncatedTranscript`, ``24 n`` bytes per sample in
-    both directions. Cost per sample: O(n) host binomial draws for r, the sliding products
-    (O(n k) or O(n log n)), then two O(n) recursions per sigma.
+    both directions on the portable array path (dense signal); on the fused path ``16 n`` plus
+    the sampled steps and x there (``12 ceil(n / b)``). Cost per sample: 2n uniforms, n host
+    binomial draws for r (one uniform and a table lookup each), n normals, the sliding
+    products (O(n k) or O(n log n)), then two O(n) recursions per sigma.
 
-    The counts r are drawn exactly (numpy binomial / multinomial) on the host by a generator
-    seeded from the RandomSource's uniforms, then moved to the backend (cupy pays one transfer).
+    The counts r are drawn on the host (inverse-CDF tables of the binomials, :mod:`.counts`,
+    and a numpy multinomial for the warm start) by a generator seeded from the RandomSource's
+    uniforms, then moved to the backend (cupy pays one transfer).
+
+    Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
+    (:mod:`.fused`), the array code's draw with a fused CUDA log-ratio on cupy
+    (:mod:`.gpu_kernels`), and portable array code elsewhere.
     """
+
+    has_cuda_kernel: ClassVar[bool] = True
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -135,7 +148,7 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     def counts(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """The public counts r_i of the other |D| - 1 examples, int64 ``(n_samples, n)``."""
         generator = host_generator(rng, backend)
-        host = other_counts(
+        host = table_counts(
             n_samples,
             self.n_steps,
             self.dataset_size - 1,
@@ -173,18 +186,38 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
         return x, counts
 
     def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
-        """Peak bytes per sample of a chunk (memory planning): 12 rows of n (the transcript's
-        3, the coins and pattern of the draw, and the two recursions' blocks during the
-        evaluation; measured peak 90 n bytes)."""
-        return 8 * 12 * self.n_steps
+        """Peak bytes per sample of a chunk (memory planning). Portable path: 12 rows of n (the
+        transcript's 3, the coins and pattern of the draw, and the two recursions' blocks
+        during the evaluation; measured peak 90 n bytes). Fused path: the transcript (``16 n``
+        plus ``12 ceil(n / b)``) and one row of n."""
+        n = self.n_steps
+        if self.kernel_set(backend) in _FUSED:
+            return 24 * n + 12 * -(-n // self.min_sep)
+        return 8 * 12 * n
 
     def draw(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
     ) -> TruncatedTranscript:
         """Draw (x, r) for ``direction`` (P under REMOVE, Q under ADD), then z."""
         xp = backend.xp
-        x, counts = self.participation(n_samples, direction, rng, backend)
-        signal = signal_dots(x, self.coefficients, xp)
+        kernels = self.kernel_set(backend)
+        signal = steps = weights = None
+        if kernels in _FUSED:  # the same streams; x kept at the sampled steps
+            steps, weights, counts = host_pattern(
+                n_samples,
+                self.n_steps,
+                self.probability,
+                self.min_sep,
+                self.warm_start,
+                self.dataset_size,
+                self.max_batch_size,
+                direction is Direction.REMOVE,
+                rng,
+                backend,
+            )
+        else:
+            x, counts = self.participation(n_samples, direction, rng, backend)
+            signal = signal_dots(x, self.coefficients, xp)
         noise = correlated_noise(
             n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
         )
@@ -194,11 +227,33 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             noise=noise,
             signal=signal,
             counts=counts,
-            kernels=backend.kernels,
+            steps=steps,
+            step_weights=weights,
+            coefficients=self.coefficients,
+            kernels=kernels,
         )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y | r)/Q(y | r)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
+        if transcript.kernels in _FUSED and transcript.stored_signal is None:
+            return self._fused(
+                transcript.kernels,
+                transcript.noise,
+                transcript.steps,
+                transcript.step_weights,
+                transcript.counts,
+                sigma,
+                1.0 / sigma,
+            )
+        if transcript.kernels in _DEVICE:
+            return self._device(
+                transcript.kernels,
+                transcript.noise,
+                transcript.signal,
+                transcript.counts,
+                sigma,
+                1.0 / sigma,
+            )
         dots = transcript.signal + sigma * transcript.noise
         return self._from_dots(dots, transcript.counts, sigma, transcript.xp, transcript.kernels)
 
@@ -208,7 +263,52 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
         """``ln P(y | r)/Q(y | r)`` at given outputs ``y`` and counts ``r`` (``(S, n)`` each),
         with ``kernels`` (default: those of a default backend over ``xp``)."""
         dots = sliding_dot(outputs, self.coefficients, xp)
-        return self._from_dots(dots, counts, sigma, xp, kernels or default_kernels(xp))
+        kernels = kernels or default_kernels(xp)
+        if kernels in _FUSED:
+            return self._fused(kernels, dots, None, None, counts, sigma, 1.0 / sigma**2)
+        if kernels in _DEVICE:
+            return self._device(kernels, dots, None, counts, sigma, 1.0 / sigma**2)
+        return self._from_dots(dots, counts, sigma, xp, kernels)
+
+    def _device(
+        self, kernels: str, values: Any, signal: Any, counts: Any, sigma: float, scale: float
+    ) -> Any:
+        return _DEVICE[kernels](
+            values,
+            signal,
+            counts,
+            self.coefficients,
+            sigma,
+            scale,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            self.max_batch_size,
+        )
+
+    def _fused(
+        self,
+        kernels: str,
+        values: Any,
+        steps: Any,
+        weights: Any,
+        counts: Any,
+        sigma: float,
+        scale: float,
+    ) -> Any:
+        return _FUSED[kernels](
+            values,
+            steps,
+            weights,
+            counts,
+            self.coefficients,
+            sigma,
+            scale,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            self.max_batch_size,
+        )
 
     def _from_dots(self, dots: Any, counts: Any, sigma: float, xp: Any, kernels: str) -> Any:
         norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
@@ -224,3 +324,9 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             xp,
             kernels=kernels,
         )
+
+
+#: The fused log-ratio of each kernel set that has one (others: portable array code).
+_FUSED: dict[str, Callable[..., Any]] = {"numba": host_truncated}
+#: The device log-ratio of each kernel set that has one (on the array code's dense draws).
+_DEVICE: dict[str, Callable[..., Any]] = {"cuda": gpu_kernels.device_truncated}

@@ -1,0 +1,64 @@
+"""Compiled host pieces shared by the fused kernels of the mixture models (multi-attribution,
+truncation): a sparse signal with weights and the block-wise uniform draws that reproduce
+``rng.random((S, n))``.
+
+The b-min-sep kernels (:mod:`minsep.schemes.b_min_sep.cpu_kernels`) supply the linear-scale
+recursion with renormalisation (``linear_rows``), its log-domain fallback (``log_domain_row``)
+and ``exp_row``; the mixture models feed them their own per-step block weights (docs/math.md
+§5, §6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from minsep.framework.backend import RandomSource
+from minsep.schemes.kernels.fused import BLOCK_ELEMENTS, generator_of
+from minsep.schemes.kernels.jit import njit
+
+
+@njit
+def add_weighted_signal(
+    x: np.ndarray, steps: np.ndarray, weights: np.ndarray, table: np.ndarray, scale: float
+) -> None:
+    """``x[i] += scale * sum_t weights[t] <c_i, C e_{steps[t]}>`` (steps ascending, ``>= n``
+    once done), through the cross-Gram ``table`` of
+    :func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (O(k) per participation)."""
+    n = x.shape[0]
+    k = table.shape[0]
+    for t in range(steps.shape[0]):
+        j = steps[t]
+        if j >= n:
+            break
+        w = scale * weights[t]
+        if w == 0.0:
+            continue
+        for i in range(max(0, j - k + 1), min(n, j + k)):
+            x[i] += w * table[min(k - 1, n - 1 - i), i - j + k - 1]
+
+
+def uniform_blocks(
+    n_samples: int, n_steps: int, rng: RandomSource
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, block)`` over the rows of ``rng.random((n_samples, n_steps))``, drawn in
+    blocks of about :data:`~minsep.schemes.kernels.fused.BLOCK_ELEMENTS` into a reused buffer
+    (the same numbers in the same order: numpy fills row-major)."""
+    rows = max(1, min(BLOCK_ELEMENTS // max(n_steps, 1), n_samples))
+    generator = generator_of(rng)
+    buffer = np.empty((rows, n_steps))
+    for start in range(0, n_samples, rows):
+        size = min(rows, n_samples - start)
+        if generator is not None:
+            block = buffer[:size]
+            generator.random(out=block)
+        else:
+            block = np.asarray(rng.random((size, n_steps)), dtype=np.float64)
+        yield start, block
+
+
+def host_array(values: Any, dtype: Any) -> np.ndarray:
+    """``values`` as a C-contiguous host array of ``dtype``."""
+    return np.ascontiguousarray(values, dtype=dtype)

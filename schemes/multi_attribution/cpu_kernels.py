@@ -1,0 +1,164 @@
+"""Fused host kernels (numba) of the multi-attribution loss model (docs/math.md §5).
+
+* :func:`user_steps`: the dominating single-user process from the uniforms the array code
+  draws (one per step), kept sparsely as the steps with a positive count and the counts;
+* :func:`multi_attribution_rows`: ``ln P/Q`` per sample. With ``x_i = <c_i, y> / sigma^2`` and
+  ``h_i = ||c_i||^2 / (2 sigma^2)`` the block weight of step i is
+
+      G_i = sum_{j >= 1} w_j exp(t_ij),  t_ij = j x_i - j^2 h_i  (w_j = Pr[Binomial(k_u, p) = j]),
+
+  evaluated as ``exp(M_i) S_i`` with ``M_i = max_j (ln w_j + t_ij)`` and ``S_i = sum_j
+  exp(ln w_j + t_ij - M_i)`` in ``[1, k_u]`` (a vectorised pass per j), then the recursion
+  ``f_i = (1-p)^{k_u} f_{i+1} + G_i f_{i+b}`` of b-min-sep's linear-scale kernel. A row with
+  some ``|M_i| > LIMIT`` (or that leaves the float64 range) is redone in the log domain with
+  ``ln G_i = M_i + ln S_i``, as is every row when ``(1-p)^{k_u}`` is positive but below
+  ``exp(-100)`` (the linear recursion's bound on its products).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minsep.schemes.b_min_sep.cpu_kernels import GROUP, exp_row, linear_rows, log_domain_row
+from minsep.schemes.kernels.jit import njit
+from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
+
+
+@njit
+def user_steps(
+    u: np.ndarray,
+    thresholds: np.ndarray,
+    b: int,
+    steps: np.ndarray,
+    counts: np.ndarray,
+    row0: int,
+) -> None:
+    """Rows ``row0 ..`` of the single-user process from its uniforms ``u`` (``(rows, n)``):
+    at an available step the count is ``#{m : thresholds[m] <= u}`` (inverse CDF of
+    Binomial(k_u, p)); a positive count bars the next b - 1 steps. Writes the steps with a
+    positive count (ascending, then n) and the counts (then 0), as the array code's
+    :func:`~minsep.schemes.kernels.sampling.user_participation` computes them."""
+    rows, n = u.shape
+    m = steps.shape[1]
+    for r in range(rows):
+        s = row0 + r
+        state = 0
+        t = 0
+        for i in range(n):
+            if state == 0:
+                count = np.searchsorted(thresholds, u[r, i], side="right")
+                if count > 0:
+                    steps[s, t] = i
+                    counts[s, t] = count
+                    t += 1
+                    state = b - 1
+            else:
+                state -= 1
+        for j in range(t, m):
+            steps[s, j] = n
+            counts[s, j] = 0
+
+
+@njit(fastmath={"contract"})
+def _block_weights(
+    x: np.ndarray,
+    half_norms: np.ndarray,
+    js: np.ndarray,
+    log_w: np.ndarray,
+    peak: np.ndarray,
+    total: np.ndarray,
+    term: np.ndarray,
+    e: np.ndarray,
+    bits: np.ndarray,
+    n: int,
+) -> None:
+    """``peak[i] = M_i`` and ``total[i] = S_i`` (module docstring), one vectorised pass per j."""
+    for i in range(n):
+        peak[i] = -np.inf
+        total[i] = 0.0
+    for jj in range(js.shape[0]):
+        j = js[jj]
+        lw = log_w[jj]
+        jsq = j * j
+        for i in range(n):
+            peak[i] = max(peak[i], lw + j * x[i] - jsq * half_norms[i])
+    for jj in range(js.shape[0]):
+        j = js[jj]
+        lw = log_w[jj]
+        jsq = j * j
+        for i in range(n):
+            term[i] = (lw + j * x[i] - jsq * half_norms[i]) - peak[i]
+        exp_row(term, e, bits, n)  # arguments <= 0; below -LIMIT they count as e^-LIMIT
+        for i in range(n):
+            total[i] += e[i]
+
+
+@njit
+def multi_attribution_rows(
+    values: np.ndarray,
+    steps: np.ndarray,
+    counts: np.ndarray,
+    table: np.ndarray,
+    half_norms: np.ndarray,
+    js: np.ndarray,
+    log_w: np.ndarray,
+    a: float,
+    inv_s2: float,
+    log_q: float,
+    b: int,
+    out: np.ndarray,
+) -> int:
+    """``out[s] = ln P/Q`` of multi-attribution (cold start) for every row s; returns the rows
+    done in logs.
+
+    ``values`` ``(S, n)``: noise correlations (``a = 1/sigma``) or dots ``<c_i, y>`` (``a =
+    1/sigma^2``); ``steps`` / ``counts`` ``(S, m)``: the user's participations (``m = 0``: no
+    signal); ``half_norms[i] = ||c_i||^2 / (2 sigma^2)``; ``js`` (float) / ``log_w``: the
+    counts j >= 1 of positive probability and ``ln w_j``; ``log_q = ln (1-p)^{k_u}``.
+    """
+    rows, n = values.shape
+    x = np.empty(n)
+    peak = np.empty((GROUP, n))
+    total = np.empty((GROUP, n))
+    term = np.empty(n)
+    e = np.empty((GROUP, n))
+    scratch = np.empty(n)
+    bits = np.empty(n, dtype=np.int64)
+    f = np.empty((GROUP, n + b))
+    g_logs = np.empty(n + b)
+    results = np.empty(GROUP)
+    wild = np.zeros(GROUP, dtype=np.bool_)
+    q = math.exp(log_q) if log_q > -np.inf else 0.0
+    linear = log_q == -np.inf or log_q >= -100.0  # q = 0 only when p = 1, not by underflow
+    in_logs = 0
+    for start in range(0, rows, GROUP):
+        for g in range(GROUP):
+            s = min(start + g, rows - 1)  # the last group repeats its last row
+            row = values[s]
+            for i in range(n):
+                x[i] = a * row[i]
+            add_weighted_signal(x, steps[s], counts[s], table, inv_s2)
+            _block_weights(x, half_norms, js, log_w, peak[g], total[g], term, scratch, bits, n)
+            wild[g] = exp_row(peak[g], e[g], bits, n)
+            eg = e[g]
+            tg = total[g]
+            for i in range(n):
+                eg[i] *= tg[i]
+        if linear:
+            linear_rows(e, n, b, q, 1.0, False, f, results)
+        for g in range(GROUP):
+            s = start + g
+            if s >= rows:
+                break
+            result = results[g]
+            if not linear or wild[g] or result != result:
+                pg = peak[g]
+                tg = total[g]
+                for i in range(n):
+                    term[i] = pg[i] + math.log(tg[i])
+                result = log_domain_row(term, n, b, log_q, 0.0, 1.0, False, g_logs)
+                in_logs += 1
+            out[s] = result
+    return in_logs

@@ -1,0 +1,95 @@
+"""Host drivers of the fused multi-attribution kernels (the ``"numba"`` kernel set; docs/math.md
+§5): the user's participations drawn from the array code's uniforms and kept sparsely, and
+``ln P/Q`` for a whole chunk in one compiled call (:mod:`.cpu_kernels`).
+
+Memory: the transcript holds the noise correlations (``8 n`` bytes per sample) and, under
+REMOVE, the steps and counts of the user's participations (``8 ceil(n / b)``); drawing adds
+one block of uniforms (256 KiB), evaluating ``8 (21 n + 5 b)`` bytes of row buffers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from minsep.framework.backend import RandomSource
+from minsep.schemes.b_min_sep.fused import signal_table
+from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
+from minsep.schemes.kernels.sampling import binomial_thresholds
+from minsep.schemes.multi_attribution import cpu_kernels
+
+
+def host_user_steps(
+    n_samples: int,
+    n_steps: int,
+    probability: float,
+    min_sep: int,
+    max_user_examples: int,
+    rng: RandomSource,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(steps, counts)``, int32 ``(S, ceil(n / b))`` each: the steps where the user's count
+    is positive (ascending, then n) and the counts there (then 0), from the same uniforms as
+    :func:`~minsep.schemes.kernels.sampling.user_participation`."""
+    m = -(-n_steps // min_sep)
+    steps = np.empty((n_samples, m), dtype=np.int32)
+    counts = np.empty((n_samples, m), dtype=np.int32)
+    thresholds = binomial_thresholds(max_user_examples, probability)
+    for start, block in uniform_blocks(n_samples, n_steps, rng):
+        cpu_kernels.user_steps(block, thresholds, min_sep, steps, counts, start)
+    return steps, counts
+
+
+@functools.lru_cache(maxsize=64)
+def _terms(weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    js = np.asarray([j for j in range(1, len(weights)) if math.isfinite(weights[j])], float)
+    log_w = np.asarray([weights[int(j)] for j in js], dtype=np.float64)
+    js.setflags(write=False)
+    log_w.setflags(write=False)
+    return js, log_w
+
+
+def host_multi_attribution(
+    values: Any,
+    steps: Any,
+    counts: Any,
+    coefficients: tuple[float, ...],
+    sigma: float,
+    value_scale: float,
+    log_weights: tuple[float, ...],
+    min_sep: int,
+) -> np.ndarray:
+    """``ln P/Q`` per row from ``x_i = value_scale * values_i + <c_i, C x> / sigma^2``
+    (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i, y>``);
+    ``steps`` None means no signal (x = 0); ``log_weights[j] = ln Pr[Binomial(k_u, p) = j]``."""
+    values = host_array(values, np.float64)
+    n_samples, n = values.shape
+    if steps is None:
+        steps_arr = np.empty((n_samples, 0), dtype=np.int32)
+        counts_arr = np.empty((n_samples, 0), dtype=np.int32)
+    else:
+        steps_arr = host_array(steps, np.int32)
+        counts_arr = host_array(counts, np.int32)
+    inv_s2 = 1.0 / (sigma * sigma)
+    half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n)
+    js, log_w = _terms(tuple(log_weights))
+    out = np.empty(n_samples)
+    if n_samples:
+        cpu_kernels.multi_attribution_rows(
+            values,
+            steps_arr,
+            counts_arr,
+            signal_table(coefficients, n),
+            half_norms,
+            js,
+            log_w,
+            float(value_scale),
+            inv_s2,
+            float(log_weights[0]),
+            int(min_sep),
+            out,
+        )
+    return out

@@ -1,0 +1,291 @@
+"""Fused host kernels (numba) of the truncated b-min-sep loss model (docs/math.md §6, App. D).
+
+Draws, from the same streams as the array code:
+
+* :func:`sampled_steps`: the sensitive example's b-min-sep chain from one uniform per step
+  (``chain_participation``), kept as its sampled steps;
+* :func:`table_counts_steps`: the public counts r, step by step over all samples, by the
+  inverse-CDF tables of :mod:`.counts` through numba's ``Generator`` (the order of the array
+  code's per-step calls);
+* :func:`pattern_weights`: x (or x') at the sampled steps from the survival coins.
+
+and :func:`truncated_rows`, ``ln P/Q`` per sample. With ``x_i = <c_i, y> / sigma^2``,
+``h_i = ||c_i||^2 / (2 sigma^2)`` and ``t_i = B_max / (r_i + 1)``, the per-step weights of the
+P/R and Q/R recursions are
+
+    P: p exp(x_i - h_i)                          Q: p                       (r_i < B_max)
+    P: p (t_i exp(2 x_i - 4 h_i) + 1 - t_i)      Q: p (t_i exp(-x_i - h_i) + 1 - t_i)
+
+run through b-min-sep's linear-scale recursion (warm average applied to each before the
+ratio). With every exponent in ``[-LIMIT, LIMIT]``, ``p >= exp(-80)`` and ``p / (B_max + 1) >=
+exp(-380)`` the weights lie in ``[exp(-380), exp(LIMIT + 1)]``, so that the recursion's
+products stay normal numbers (its own checks send a row whose window still drifts out of range
+to logs). A row with an exponent outside ``[-LIMIT, LIMIT]`` is redone in the log domain
+(``logaddexp``), as the array code computes it, and so is every row when one of the bounds on
+p fails or ``0 < 1 - p < exp(-100)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minsep.schemes.b_min_sep.cpu_kernels import (
+    GROUP,
+    LIMIT,
+    exp_row,
+    linear_rows,
+    log_domain_row,
+)
+from minsep.schemes.kernels.cpu_kernels import logaddexp
+from minsep.schemes.kernels.jit import njit
+from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
+
+
+@njit
+def sampled_steps(
+    u: np.ndarray, start: np.ndarray, p: float, b: int, steps: np.ndarray, row0: int
+) -> None:
+    """Rows ``row0 ..``: the steps where the chain (state ``start[s]`` first) joins, ascending
+    then n; joins at an available step when ``u < p``, then is barred b - 1 steps."""
+    rows, n = u.shape
+    m = steps.shape[1]
+    for r in range(rows):
+        s = row0 + r
+        state = start[s]
+        t = 0
+        for i in range(n):
+            if state == 0 and u[r, i] < p:
+                steps[s, t] = i
+                t += 1
+                state = b - 1
+            else:
+                state = max(state - 1, 0)
+        for j in range(t, m):
+            steps[s, j] = n
+
+
+@njit
+def table_counts_steps(
+    generator: np.random.Generator,
+    others: int,
+    p: float,
+    low: int,
+    offsets: np.ndarray,
+    thresholds: np.ndarray,
+    guides: np.ndarray,
+    ring: np.ndarray,
+    barred: np.ndarray,
+    u: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """The counts of :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the
+    same order: per step, one uniform per sample, the table lookups (from the guide tables),
+    then numpy's binomial for
+    the samples whose N lies outside the tables (``low .. low + len(offsets) - 2``). ``ring``
+    ``(S, b - 1)`` holds the last counts and ``barred`` their sums (updated in place);
+    ``counts`` is step-major, ``(n, S)`` (contiguous writes)."""
+    n, rows = counts.shape
+    ring_size = ring.shape[1]
+    high = low + offsets.shape[0] - 2
+    buckets = guides.shape[1] - 1
+    for t in range(n):
+        for s in range(rows):
+            u[s] = generator.random()
+        slot = t % ring_size if ring_size else 0
+        fallback = False
+        step = counts[t]
+        for s in range(rows):
+            avail = others - barred[s]
+            if low <= avail <= high:  # scan from the guide: the first threshold above u
+                k = avail - low
+                first = offsets[k]
+                end = offsets[k + 1]
+                value = u[s]
+                index = first + guides[k, int(value * buckets)]
+                while index < end and thresholds[index] <= value:
+                    index += 1
+                sampled = index - first
+                step[s] = sampled
+                if ring_size:
+                    barred[s] += sampled - ring[s, slot]
+                    ring[s, slot] = sampled
+            else:
+                step[s] = -1
+                fallback = True
+        if fallback:  # after every lookup of the step, in sample order
+            for s in range(rows):
+                if step[s] < 0:
+                    sampled = generator.binomial(others - barred[s], p)
+                    step[s] = sampled
+                    if ring_size:
+                        barred[s] += sampled - ring[s, slot]
+                        ring[s, slot] = sampled
+
+
+@njit
+def pattern_weights(
+    coins: np.ndarray,
+    steps: np.ndarray,
+    counts: np.ndarray,
+    max_batch: int,
+    remove: bool,
+    weights: np.ndarray,
+    row0: int,
+) -> None:
+    """x at the sampled steps of rows ``row0 ..``: under REMOVE 1 (no truncation), 2
+    (truncation, survives: coin < t) or 0; under ADD -1 (survives) or 0."""
+    rows, n = coins.shape
+    m = steps.shape[1]
+    cap = float(max_batch)
+    for r in range(rows):
+        s = row0 + r
+        for jj in range(m):
+            j = steps[s, jj]
+            if j >= n:
+                weights[s, jj] = 0.0
+                continue
+            count = counts[s, j]
+            truncating = count >= max_batch
+            keep = cap / max(count + 1.0, cap + 1.0)
+            survives = truncating and coins[r, j] < keep
+            if remove:
+                weights[s, jj] = 2.0 if survives else (0.0 if truncating else 1.0)
+            else:
+                weights[s, jj] = -1.0 if survives else 0.0
+
+
+@njit(fastmath={"contract"})
+def _weights(
+    x: np.ndarray,
+    half_norms: np.ndarray,
+    counts: np.ndarray,
+    max_batch: int,
+    p: float,
+    args: np.ndarray,
+    e1: np.ndarray,
+    bits: np.ndarray,
+    e_p: np.ndarray,
+    e_q: np.ndarray,
+    n: int,
+) -> bool:
+    """The linear weights of one row into ``e_p``, ``e_q``; True when the row needs logs (an
+    exponent outside ``[-LIMIT, LIMIT]``). One vectorised exp for the free steps; the
+    truncating steps (rare) take two scalar ones."""
+    for i in range(n):
+        args[i] = x[i] - half_norms[i]
+    wild = exp_row(args, e1, bits, n)
+    for i in range(n):
+        e_p[i] = p * e1[i]
+        e_q[i] = p
+    cap = float(max_batch)
+    for i in range(n):
+        count = counts[i]
+        if count >= max_batch:
+            keep = cap / max(count + 1.0, cap + 1.0)
+            drop = 1.0 - keep
+            a_p = 2.0 * x[i] - 4.0 * half_norms[i]
+            a_q = -x[i] - half_norms[i]
+            if not (abs(a_p) <= LIMIT and abs(a_q) <= LIMIT):
+                return True
+            e_p[i] = p * (keep * math.exp(a_p) + drop)
+            e_q[i] = p * (keep * math.exp(a_q) + drop)
+    return wild
+
+
+@njit
+def _log_weights(
+    x: np.ndarray,
+    half_norms: np.ndarray,
+    counts: np.ndarray,
+    max_batch: int,
+    log_p: float,
+    l_p: np.ndarray,
+    l_q: np.ndarray,
+    n: int,
+) -> None:
+    """The log-domain weights of one row (the array code's expressions)."""
+    cap = float(max_batch)
+    for i in range(n):
+        count = counts[i]
+        if count >= max_batch:
+            keep = cap / max(count + 1.0, cap + 1.0)
+            log_keep, log_drop = math.log(keep), math.log1p(-keep)
+            l_p[i] = log_p + logaddexp(log_keep + 2.0 * x[i] - 4.0 * half_norms[i], log_drop)
+            l_q[i] = log_p + logaddexp(log_keep - x[i] - half_norms[i], log_drop)
+        else:
+            l_p[i] = log_p + (x[i] - half_norms[i])
+            l_q[i] = log_p
+
+
+@njit
+def truncated_rows(
+    values: np.ndarray,
+    steps: np.ndarray,
+    weights: np.ndarray,
+    counts: np.ndarray,
+    table: np.ndarray,
+    half_norms: np.ndarray,
+    a: float,
+    inv_s2: float,
+    p: float,
+    b: int,
+    warm: bool,
+    max_batch: int,
+    out: np.ndarray,
+) -> int:
+    """``out[s] = ln P(y|r)/Q(y|r)`` of truncated b-min-sep for every row s; returns the rows
+    done in logs.
+
+    ``values`` ``(S, n)``: noise correlations (``a = 1/sigma``) or dots ``<c_i, y>`` (``a =
+    1/sigma^2``); ``steps`` / ``weights`` ``(S, m)``: the sampled steps and x there (``m =
+    0``: no signal); ``counts`` ``(S, n)``: r; ``half_norms[i] = ||c_i||^2 / (2 sigma^2)``.
+    """
+    rows, n = values.shape
+    q = 1.0 - p
+    log_q = math.log(q) if q > 0.0 else -np.inf
+    log_p = math.log(p)
+    # bounds of the linear recursion: stay weight >= e^-100, step weights >= e^-380
+    linear = (q == 0.0 or log_q >= -100.0) and log_p - math.log(max_batch + 1.0) >= -380.0
+    linear = linear and log_p >= -80.0
+    x = np.empty((GROUP, n))
+    args = np.empty(n)
+    e1 = np.empty(n)
+    bits = np.empty(n, dtype=np.int64)
+    e_p = np.empty((GROUP, n))
+    e_q = np.empty((GROUP, n))
+    f = np.empty((GROUP, n + b))
+    l_p = np.empty(n)
+    l_q = np.empty(n)
+    g_logs = np.empty(n + b)
+    res_p = np.empty(GROUP)
+    res_q = np.empty(GROUP)
+    wild = np.zeros(GROUP, dtype=np.bool_)
+    in_logs = 0
+    for start in range(0, rows, GROUP):
+        for g in range(GROUP):
+            s = min(start + g, rows - 1)  # the last group repeats its last row
+            row = values[s]
+            xg = x[g]
+            for i in range(n):
+                xg[i] = a * row[i]
+            add_weighted_signal(xg, steps[s], weights[s], table, inv_s2)
+            wild[g] = _weights(
+                xg, half_norms, counts[s], max_batch, p, args, e1, bits, e_p[g], e_q[g], n
+            )
+        if linear:
+            linear_rows(e_p, n, b, q, p, warm, f, res_p)
+            linear_rows(e_q, n, b, q, p, warm, f, res_q)
+        for g in range(GROUP):
+            s = start + g
+            if s >= rows:
+                break
+            result = res_p[g] - res_q[g]
+            if not linear or wild[g] or result != result:
+                _log_weights(x[g], half_norms, counts[s], max_batch, log_p, l_p, l_q, n)
+                result = log_domain_row(l_p, n, b, log_q, log_p, p, warm, g_logs)
+                result -= log_domain_row(l_q, n, b, log_q, log_p, p, warm, g_logs)
+                in_logs += 1
+            out[s] = result
+    return in_logs

@@ -1,0 +1,136 @@
+"""Host drivers of the fused truncated b-min-sep kernels (the ``"numba"`` kernel set;
+docs/math.md §6): the pattern, the public counts and the survival coins drawn from the array
+code's streams in the same order, the pattern kept sparsely, and ``ln P/Q`` for a whole chunk
+in one compiled call (:mod:`.cpu_kernels`).
+
+Memory: the transcript holds the noise correlations and the counts (``16 n`` bytes per sample)
+and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of uniforms
+(256 KiB) and, while the step-major counts are transposed, their second copy (``8 n`` per
+sample); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minsep.framework.backend import Backend, RandomSource
+from minsep.schemes.b_min_sep.fused import signal_table
+from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
+from minsep.schemes.kernels.sampling import host_generator, initial_states
+from minsep.schemes.truncated import cpu_kernels
+from minsep.schemes.truncated.counts import _initial_ring, count_tables
+
+
+def host_pattern(
+    n_samples: int,
+    n_steps: int,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+    dataset_size: int,
+    max_batch_size: int,
+    remove: bool,
+    rng: RandomSource,
+    backend: Backend,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(steps, weights, counts)``: the sensitive example's sampled steps (int32 ``(S,
+    ceil(n / b))``, ascending then n), x there (x' under ADD; float64, same shape) and the
+    public counts r (int64 ``(S, n)``), from the streams of
+    :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.participation`."""
+    m = -(-n_steps // min_sep)
+    if warm_start:
+        start = np.asarray(initial_states(n_samples, probability, min_sep, rng, np), np.int64)
+    else:
+        start = np.zeros(n_samples, dtype=np.int64)
+    steps = np.empty((n_samples, m), dtype=np.int32)
+    for row0, block in uniform_blocks(n_samples, n_steps, rng):
+        cpu_kernels.sampled_steps(block, start, probability, min_sep, steps, row0)
+    counts = host_counts(
+        n_samples, n_steps, probability, min_sep, warm_start, dataset_size - 1, rng, backend
+    )
+    weights = np.empty((n_samples, m))
+    for row0, block in uniform_blocks(n_samples, n_steps, rng):
+        cpu_kernels.pattern_weights(block, steps, counts, max_batch_size, remove, weights, row0)
+    return steps, weights, counts
+
+
+def host_counts(
+    n_samples: int,
+    n_steps: int,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+    others: int,
+    rng: RandomSource,
+    backend: Backend,
+) -> np.ndarray:
+    """The counts of :func:`~minsep.schemes.truncated.counts.table_counts` (same generator,
+    same draws), int64 ``(S, n)``, with the per-step loop compiled."""
+    generator = host_generator(rng, backend)
+    ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
+    barred = ring.sum(axis=1)
+    step_major = np.empty((n_steps, n_samples), dtype=np.int64)
+    tables = count_tables(others, probability, min_sep)
+    cpu_kernels.table_counts_steps(
+        generator,
+        others,
+        probability,
+        tables.low,
+        tables.offsets,
+        tables.thresholds,
+        tables.guides,
+        ring,
+        barred,
+        np.empty(n_samples),
+        step_major,
+    )
+    return np.ascontiguousarray(step_major.T)
+
+
+def host_truncated(
+    values: Any,
+    steps: Any,
+    weights: Any,
+    counts: Any,
+    coefficients: tuple[float, ...],
+    sigma: float,
+    value_scale: float,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+    max_batch_size: int,
+) -> np.ndarray:
+    """``ln P(y|r)/Q(y|r)`` per row from ``x_i = value_scale * values_i + <c_i, C x> /
+    sigma^2`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i,
+    y>``); ``steps`` None means a dense signal already in ``values``."""
+    values = host_array(values, np.float64)
+    n_samples, n = values.shape
+    if steps is None:
+        steps_arr = np.empty((n_samples, 0), dtype=np.int32)
+        weights_arr = np.empty((n_samples, 0))
+    else:
+        steps_arr = host_array(steps, np.int32)
+        weights_arr = host_array(weights, np.float64)
+    inv_s2 = 1.0 / (sigma * sigma)
+    half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n)
+    out = np.empty(n_samples)
+    if n_samples:
+        cpu_kernels.truncated_rows(
+            values,
+            steps_arr,
+            weights_arr,
+            host_array(counts, np.int64),
+            signal_table(coefficients, n),
+            half_norms,
+            float(value_scale),
+            inv_s2,
+            float(probability),
+            int(min_sep),
+            bool(warm_start),
+            int(max_batch_size),
+            out,
+        )
+    return out

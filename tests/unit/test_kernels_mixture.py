@@ -1,0 +1,314 @@
+"""The fused host kernels (numba) of the multi-attribution and truncated loss models against
+their portable array code and against brute force (docs/math.md §5, §6).
+
+Both paths consume the random stream identically: the transcripts agree (participations and
+counts exactly, noise to rounding) and so do the losses, in every regime the kernels branch on
+(linear scale, the log-domain fallback for extreme sigma or a tiny stay probability, p = 1,
+b = 1, n < k, FFT correlation, counts outside the tabulated band).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+from scipy import stats
+
+from minsep.framework.backend import numpy_backend
+from minsep.framework.interfaces import Direction
+from minsep.schemes.b_min_sep.fused import signal_table
+from minsep.schemes.kernels import fused as kernel_fused
+from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+from minsep.schemes.losses import MultiAttributionLossModel, TruncatedBMinSepLossModel
+from minsep.schemes.multi_attribution import cpu_kernels as multi_kernels
+from minsep.schemes.multi_attribution.fused import _terms
+from minsep.schemes.multi_attribution.loss import binomial_log_weights
+from minsep.schemes.truncated import cpu_kernels as truncated_kernels
+from minsep.schemes.truncated.counts import count_tables, table_counts
+from minsep.schemes.truncated.fused import host_counts
+from tests.theorems import oracles
+from tests.theorems.support import TOL, random_outputs
+
+pytestmark = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba (the fast extra)")
+
+MANY = tuple(float(v) for v in np.linspace(1.0, 0.1, kernel_fused.KERNEL_DIRECT_MAX_BANDS + 12))
+SIGMAS = (0.01, 0.05, 0.6, 3.0, 100.0)
+
+MULTI = [
+    # (coefficients, n, b, p, k_u)
+    ((0.8, 0.5, 0.3), 40, 3, 0.1, 3),
+    ((1.0,), 30, 1, 0.3, 2),  # b = 1
+    ((0.8, 0.6), 30, 2, 1.0, 3),  # p = 1: no stay branch
+    ((0.6, 0.5, 0.4, 0.3), 3, 4, 0.5, 2),  # n < k
+    ((0.7, 0.5, 0.3), 120, 4, 0.9, 300),  # (1-p)^k_u = 1e-300: every row in logs
+    ((0.7, 0.5, 0.3), 60, 4, 0.9, 400),  # (1-p)^k_u = 1e-400 underflows, yet p < 1
+    (MANY, 150, len(MANY), 0.02, 4),  # FFT correlation
+]
+
+TRUNCATED = [
+    # (coefficients, n, b, p, warm, |D|, B_max)
+    ((0.8, 0.5, 0.3), 40, 4, 0.2, True, 25, 4),
+    ((1.0,), 30, 1, 0.3, False, 10, 2),  # b = 1
+    ((0.8, 0.6), 30, 2, 1.0, True, 8, 3),  # p = 1
+    ((0.6, 0.5, 0.4, 0.3), 3, 5, 0.5, False, 9, 2),  # n < k
+    ((0.7, 0.5, 0.3), 300, 3, 0.3, True, 60, 15),
+    ((0.8, 0.5), 60, 4, 0.2, False, 2000, 420),  # cold: first counts outside the tables
+    (MANY, 150, len(MANY), 0.02, True, 400, 10),  # FFT correlation
+]
+
+
+def _rng(seed: int) -> Any:
+    return numpy_backend().rng(np.random.SeedSequence(seed))
+
+
+def _multi(case: tuple[Any, ...]) -> MultiAttributionLossModel:
+    c, n, b, p, k_u = case
+    return MultiAttributionLossModel(
+        coefficients=c, n_steps=n, min_sep=b, probability=p, max_user_examples=k_u
+    )
+
+
+def _truncated(case: tuple[Any, ...]) -> TruncatedBMinSepLossModel:
+    c, n, b, p, warm, size, max_batch = case
+    return TruncatedBMinSepLossModel(
+        coefficients=c,
+        n_steps=n,
+        min_sep=b,
+        probability=p,
+        warm_start=warm,
+        dataset_size=size,
+        max_batch_size=max_batch,
+    )
+
+
+def _draw_both(model: Any, direction: Direction, seed: int, rows: int = 29) -> tuple[Any, Any]:
+    fast = model.draw(rows, direction, _rng(seed), numpy_backend())
+    slow = model.draw(rows, direction, _rng(seed), numpy_backend("array"))
+    assert fast.kernels == "numba" and slow.kernels == "array"
+    assert fast.stored_signal is None  # the fused transcript keeps x sparsely
+    return fast, slow
+
+
+def _assert_losses_agree(model: Any, fast: Any, slow: Any) -> None:
+    for sigma in SIGMAS:
+        got = model.privacy_loss(fast, sigma)
+        want = model.privacy_loss(slow, sigma)
+        assert got.shape == want.shape and np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+        # the fused transcript evaluated by the array code (signal rebuilt densely)
+        again = model.privacy_loss(attrs.evolve(fast, kernels="array"), sigma)
+        np.testing.assert_allclose(got, again, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("direction", list(Direction))
+@pytest.mark.parametrize("case", MULTI)
+def test_multi_attribution_agrees_on_both_paths(
+    case: tuple[Any, ...], direction: Direction
+) -> None:
+    model = _multi(case)
+    fast, slow = _draw_both(model, direction, seed=6)
+    np.testing.assert_allclose(fast.noise, slow.noise, atol=1e-12)
+    if direction is Direction.REMOVE:
+        np.testing.assert_allclose(fast.signal, slow.signal, atol=1e-13)
+        assert fast.nbytes() < slow.nbytes() or model.min_sep == 1  # b = 1: n steps kept
+    else:
+        assert fast.steps is None and slow.signal is None
+    _assert_losses_agree(model, fast, slow)
+
+
+@pytest.mark.parametrize("case", MULTI[:4])
+def test_multi_attribution_steps_are_the_dense_counts(case: tuple[Any, ...]) -> None:
+    model = _multi(case)
+    dense = np.asarray(model.participation(200, _rng(4), numpy_backend()))
+    fast = model.draw(200, Direction.REMOVE, _rng(4), numpy_backend())
+    rebuilt = np.zeros((200, model.n_steps + 1))
+    rebuilt[np.arange(200)[:, None], fast.steps] = fast.step_weights
+    np.testing.assert_array_equal(rebuilt[:, : model.n_steps], dense)
+
+
+def _multi_rows(model: MultiAttributionLossModel, transcript: Any, sigma: float) -> int:
+    n = model.n_steps
+    weights = binomial_log_weights(model.max_user_examples, model.probability)
+    js, log_w = _terms(tuple(weights))
+    out = np.empty(transcript.n_samples)
+    return int(
+        multi_kernels.multi_attribution_rows(
+            np.ascontiguousarray(transcript.noise),
+            transcript.steps,
+            transcript.step_weights,
+            signal_table(model.coefficients, n),
+            0.5 / sigma**2 * tail_norms(model.coefficients, n),
+            js,
+            log_w,
+            1 / sigma,
+            1 / sigma**2,
+            weights[0],
+            model.min_sep,
+            out,
+        )
+    )
+
+
+def test_multi_attribution_rows_leave_linear_scale_only_when_they_must() -> None:
+    model = _multi(((0.8, 0.5, 0.3), 200, 3, 0.2, 3))
+    transcript = model.draw(9, Direction.REMOVE, _rng(7), numpy_backend())
+    assert _multi_rows(model, transcript, 1.0) == 0
+    assert _multi_rows(model, transcript, 0.01) == 9  # |ln G_i| far beyond LIMIT
+    for case in MULTI[4:6]:  # (1-p)^k_u tiny, or underflowing to 0 while p < 1
+        tiny_stay = _multi(case)
+        transcript = tiny_stay.draw(5, Direction.REMOVE, _rng(7), numpy_backend())
+        assert _multi_rows(tiny_stay, transcript, 1.0) == 5
+
+
+@pytest.mark.parametrize("kernels", ["numba", "array"])
+def test_multi_attribution_equals_enumeration_on_each_path(kernels: str) -> None:
+    c, n, b, p, k_u = (0.7, 0.5, 0.3), 5, 3, 0.6, 3
+    model = _multi((c, n, b, p, k_u))
+    y = random_outputs(4, n, seed=31, scale=2.0)
+    for sigma in (0.3, 1.0, 2.0):
+        expected = [oracles.multi_attribution_log_ratio(c, row, sigma, p, b, k_u) for row in y]
+        got = model.log_ratio_at(y, sigma, np, kernels=kernels)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("direction", list(Direction))
+@pytest.mark.parametrize("case", TRUNCATED)
+def test_truncated_agrees_on_both_paths(case: tuple[Any, ...], direction: Direction) -> None:
+    model = _truncated(case)
+    fast, slow = _draw_both(model, direction, seed=10)
+    np.testing.assert_array_equal(fast.counts, slow.counts)
+    np.testing.assert_allclose(fast.noise, slow.noise, atol=1e-12)
+    np.testing.assert_allclose(fast.signal, slow.signal, atol=1e-13)
+    assert fast.nbytes() < slow.nbytes() or model.min_sep == 1  # b = 1: n steps kept
+    _assert_losses_agree(model, fast, slow)
+
+
+def test_truncated_draws_exercise_truncation_and_the_fallback() -> None:
+    model = _truncated(TRUNCATED[5])
+    tables = count_tables(model.dataset_size - 1, model.probability, model.min_sep)
+    assert tables.high < model.dataset_size - 1  # step 0 of a cold start is outside the band
+    fast = model.draw(50, Direction.REMOVE, _rng(3), numpy_backend())
+    assert np.any(fast.counts >= model.max_batch_size)
+    assert set(np.unique(fast.step_weights)) <= {0.0, 1.0, 2.0}
+    assert np.any(fast.step_weights == 2.0)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_truncated_equals_enumeration_on_each_path(warm: bool) -> None:
+    c, n, b, p, max_batch = (0.7, 0.5, 0.3), 6, 3, 0.45, 2
+    model = _truncated((c, n, b, p, warm, 10, max_batch))
+    counts = np.random.default_rng(5).integers(0, 2 * max_batch + 2, size=(5, n))
+    y = random_outputs(5, n, seed=17, scale=2.0)
+    for sigma in (0.5, 1.0, 2.0):
+        expected = [
+            oracles.truncated_log_ratio(c, row, sigma, p, b, warm, tuple(r), max_batch)
+            for row, r in zip(y, counts, strict=True)
+        ]
+        for kernels in ("numba", "array"):
+            got = model.log_ratio_at(y, counts, sigma, np, kernels=kernels)
+            np.testing.assert_allclose(got, expected, rtol=0, atol=TOL)
+
+
+def test_truncated_rows_stay_finite_at_extreme_sigma() -> None:
+    """sigma = 1e-3: exponents of 10^6 (log domain); sigma = 1e3: every weight near p."""
+    model = _truncated(TRUNCATED[4])
+    fast, slow = _draw_both(model, Direction.REMOVE, seed=12, rows=9)
+    for sigma in (1e-3, 1e3):
+        got = model.log_ratio(fast, sigma)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, model.log_ratio(slow, sigma), rtol=1e-10, atol=1e-10)
+    n = model.n_steps
+    values = np.ascontiguousarray(fast.noise)
+    out = np.empty(9)
+    logs = truncated_kernels.truncated_rows(
+        values, fast.steps, fast.step_weights, fast.counts, signal_table(model.coefficients, n),
+        0.5e6 * tail_norms(model.coefficients, n), 1e3, 1e6, model.probability, model.min_sep,
+        model.warm_start, model.max_batch_size, out,
+    )  # fmt: skip
+    assert logs == 9
+
+
+@pytest.mark.parametrize(("others", "p", "b"), [(24, 0.2, 4), (1999, 0.2, 4), (500, 1.0, 3)])
+def test_count_tables_are_the_binomial_inverse_cdf(others: int, p: float, b: int) -> None:
+    tables = count_tables(others, p, b)
+    u = np.random.default_rng(0).random(2000)
+    for trials in (tables.low, (tables.low + tables.high) // 2, tables.high):
+        k = trials - tables.low
+        table = tables.thresholds[tables.offsets[k] : tables.offsets[k + 1]]
+        assert table.size == trials or table[-1] == 1.0  # the tail that matters is kept
+        exact = np.searchsorted(stats.binom.cdf(np.arange(trials), trials, p), u, side="right")
+        np.testing.assert_array_equal(np.searchsorted(table, u, side="right"), exact)
+        starts = tables.guides[k, (u * (tables.guides.shape[1] - 1)).astype(int)]
+        assert np.all(starts <= exact)  # the guide never starts past the answer
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
+    backend = numpy_backend()
+    got = host_counts(300, 80, 0.15, 5, warm, 700, _rng(1), backend)
+    want = table_counts(300, 80, 700, 0.15, 5, warm, _host_generator(_rng(1)))
+    np.testing.assert_array_equal(got, want)
+    mean = got[:, 40:].mean()  # near stationarity: p times the available share
+    available = 700 * (1 - 4 * 0.15 / (1 + 4 * 0.15))
+    assert abs(mean - 0.15 * available) < 0.05 * 0.15 * available
+
+
+def _host_generator(rng: Any) -> np.random.Generator:
+    from minsep.schemes.kernels.sampling import host_generator
+
+    return host_generator(rng, numpy_backend())
+
+
+def test_truncated_log_ratio_handles_a_tiny_stay_probability() -> None:
+    model = _truncated(((0.8, 0.5), 50, 2, 1.0 - 1e-60, False, 30, 5))
+    fast, slow = _draw_both(model, Direction.REMOVE, seed=2, rows=7)
+    got = model.log_ratio(fast, 0.8)
+    assert np.all(np.isfinite(got)) and math.isclose(1.0 - model.probability, 0.0, abs_tol=1e-15)
+    np.testing.assert_allclose(got, model.log_ratio(slow, 0.8), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("entries", [0, 2000])
+def test_counts_agree_when_the_tables_are_capped(
+    monkeypatch: pytest.MonkeyPatch, entries: int
+) -> None:
+    """A memory cap narrows the tabulated band (or empties it): more draws fall back on
+    numpy's binomial, on both paths alike."""
+    from minsep.schemes.truncated import counts as counts_module
+
+    monkeypatch.setattr(counts_module, "MAX_ENTRIES", entries)
+    count_tables.cache_clear()
+    try:
+        tables = count_tables(700, 0.15, 5)
+        assert tables.high - tables.low + 1 == (0 if entries == 0 else 5)
+        for warm in (False, True):
+            got = host_counts(60, 40, 0.15, 5, warm, 700, _rng(2), numpy_backend())
+            want = table_counts(60, 40, 700, 0.15, 5, warm, _host_generator(_rng(2)))
+            np.testing.assert_array_equal(got, want)
+            assert got.min() >= 0 and got.max() <= 700
+    finally:
+        count_tables.cache_clear()
+
+
+@pytest.mark.parametrize("case", [MULTI[0], TRUNCATED[4]])
+def test_memory_of_a_fused_chunk_is_what_the_model_declares(case: tuple[Any, ...]) -> None:
+    """tracemalloc peak of a host draw plus evaluation against ``bytes_per_sample``."""
+    import tracemalloc
+
+    model = _multi(case) if len(case) == 5 else _truncated(case)
+    backend = numpy_backend()
+    model.log_ratio(model.draw(8, Direction.REMOVE, _rng(0), backend), 1.0)  # compile, tables
+    samples = 4000
+    tracemalloc.start()
+    try:
+        transcript = model.draw(samples, Direction.REMOVE, _rng(1), backend)
+        model.log_ratio(transcript, 1.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    declared = samples * model.bytes_per_sample(Direction.REMOVE, backend)
+    blocks = 2 * 8 * kernel_fused.BLOCK_ELEMENTS  # uniforms and normals
+    assert peak < declared + blocks + 8 * 30 * model.n_steps + (1 << 16)
