@@ -36,6 +36,11 @@ from minsep.schemes.base import Keep, SchemeBase, as_batch, boolean, dataset_siz
 _RATE_SLACK = 1e-12
 
 
+def _is_banded(strategy: Strategy) -> bool:
+    """``strategy.is_banded``; strategies predating that property are banded Toeplitz."""
+    return bool(getattr(strategy, "is_banded", True))
+
+
 def probability_for_rate(rate: float, min_sep: int) -> float:
     """``p = p0 / (1 - p0 (b - 1))``, the per-step probability giving participation rate p0."""
     denominator = 1.0 - rate * (min_sep - 1)
@@ -188,13 +193,31 @@ class BMinSep(SchemeBase):
         )
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
-        """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b."""
+        """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b.
+
+        A strategy that is not banded gets the r-min-sep bounds of App. B.1 instead
+        (:class:`~minsep.schemes.b_min_sep.column_bound.ColumnBoundLossModel`, docs/math.md §2.1).
+        """
+        if not _is_banded(strategy):
+            return self._column_bound_model(strategy)
         self._require_bands(strategy)
         from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 
         model: PrivacyLossModel = BMinSepLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
+            min_sep=self.min_sep,
+            probability=self.probability,
+            warm_start=self.warm_start,
+        )
+        return model
+
+    def _column_bound_model(self, strategy: Strategy) -> PrivacyLossModel:
+        from minsep.schemes.b_min_sep.column_bound import ColumnBoundLossModel
+        from minsep.schemes.b_min_sep.columns import strategy_columns
+
+        model: PrivacyLossModel = ColumnBoundLossModel(
+            columns=strategy_columns(strategy, self.n_steps),
             min_sep=self.min_sep,
             probability=self.probability,
             warm_start=self.warm_start,
