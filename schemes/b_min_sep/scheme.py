@@ -88,9 +88,15 @@ class BMinSep(SchemeBase):
 
     @classmethod
     def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
-        """Every feasible min-sep b for each bands value, then, as context, unamplified BandMF:
-        one participation per epoch (b = floor(1/p0)) accounted without amplification."""
+        """Every feasible min-sep b for each bands value and each extra strategy (those that
+        are not banded by the bounds of docs/math.md §2.1), then, as context, unamplified
+        BandMF: one participation per epoch (b = floor(1/p0)) accounted without amplification."""
         amplified = super().compare_variants(context)
+        amplified += [
+            CompareVariant(bands=0, strategy=spec, options={"min_sep": b})
+            for spec, seps in context.strategies.items()
+            for b in seps
+        ]
         unamplified = [
             CompareVariant(
                 bands=k,
@@ -101,6 +107,18 @@ class BMinSep(SchemeBase):
                 rank=90,
             )
             for k in context.bands
+        ]
+        unamplified += [
+            CompareVariant(
+                bands=0,
+                strategy=spec,
+                options={"min_sep": context.epoch_length},
+                label="unamplified BandMF",
+                family="unamplified",
+                accountant="gaussian",
+                rank=90,
+            )
+            for spec in context.strategies
         ]
         return amplified + unamplified
 
