@@ -201,6 +201,8 @@ class RdpAccountant(Accountant):
                 f"scheme {scheme.name!r} has no b-min-sep participation chain (exact Renyi "
                 "moments need one; docs/rdp-escort.md §2)"
             )
+        if not strategy.is_banded:
+            return str(strategy.not_banded_error("number of bands"))
         if strategy.bands > chain.min_sep:
             return (
                 f"the strategy has {strategy.bands} bands but min_sep = {chain.min_sep}: exact "

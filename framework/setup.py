@@ -193,7 +193,6 @@ def select_accountant(
             return accountant
         reasons.append(f"{candidate}: {reason}")
     raise NotAccountableError(
-        f"no accountant supports scheme {scheme.name!r} with {strategy.bands} bands ("
-        + "; ".join(reasons)
-        + ")"
+        f"no accountant supports scheme {scheme.name!r} with strategy "
+        f"{strategy.public_parameters()['strategy']!r} (" + "; ".join(reasons) + ")"
     )

@@ -1,12 +1,17 @@
-"""Strategy matrices: identity (DP-SGD) and MSE-optimal banded Toeplitz (BandMF).
+"""Strategy matrices: identity (DP-SGD), MSE-optimal banded Toeplitz (BandMF), buffered linear
+Toeplitz (BLT), banded inverse and dense (small n, tests).
 
-Importing this package registers ``"identity"`` and ``"banded_toeplitz"`` in
+Importing this package registers ``"identity"``, ``"banded_toeplitz"``, ``"blt"``,
+``"banded_inverse"`` and ``"dense"`` in
 :data:`minsep.framework.registries.strategies`.
 """
 
 from minsep.framework.registries import strategies as registry
+from minsep.strategies.banded_inverse import BandedInverse
 from minsep.strategies.banded_toeplitz import BandedToeplitz
 from minsep.strategies.base import ToeplitzStrategy
+from minsep.strategies.blt import BufferedLinearToeplitz
+from minsep.strategies.dense import Dense
 from minsep.strategies.identity import Identity
 from minsep.strategies.noise import correlated_noise
 from minsep.strategies.optimize import (
@@ -22,7 +27,10 @@ from minsep.strategies.toeplitz import inverse_coefficients, prefix_mse, toeplit
 __all__ = [
     "ALGORITHM_VERSION",
     "OBJECTIVES",
+    "BandedInverse",
     "BandedToeplitz",
+    "BufferedLinearToeplitz",
+    "Dense",
     "Identity",
     "ToeplitzStrategy",
     "clear_memory_cache",

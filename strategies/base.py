@@ -14,9 +14,10 @@ import numpy as np
 
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Strategy
+from minsep.framework.workloads import Workload
+from minsep.strategies import columns, toeplitz
 from minsep.strategies import noise as _noise
 from minsep.strategies import sensitivity as _sensitivity
-from minsep.strategies import toeplitz
 
 
 class ToeplitzStrategy(Strategy):
@@ -34,6 +35,37 @@ class ToeplitzStrategy(Strategy):
         """The dense n x n ``C`` with ``C[i, j] = c[i - j]`` for ``0 <= i - j < bands``."""
         toeplitz.check_steps(self._owner("matrix"), n_steps)
         return toeplitz.toeplitz_matrix(self.coefficients, n_steps)
+
+    def toeplitz_column(self, n_steps: int) -> np.ndarray:
+        """The first column of C: the coefficients zero-padded (or cut) to length n."""
+        toeplitz.check_steps(self._owner("toeplitz_column"), n_steps)
+        return columns.padded(self.coefficients, n_steps)
+
+    def column_gram(self, n_steps: int) -> np.ndarray:
+        """``C^T C`` in O(n^2) from the first column (docs/math.md §8.6)."""
+        return columns.gram(self.toeplitz_column(n_steps))
+
+    def column_inner_products(self, n_steps: int, i: Any, j: Any) -> np.ndarray:
+        """``(C^T C)[i, j]``: O(bands) per entry (the column has ``bands`` non-zeros)."""
+        n = toeplitz.check_steps(self._owner("column_inner_products"), n_steps)
+        c = self.coefficients
+        ii, jj = np.broadcast_arrays(np.asarray(i), np.asarray(j))
+        columns.check_indices(ii, jj, n)
+        lag = np.abs(ii - jj)
+        rows = n - np.maximum(ii, jj)
+        out = np.zeros(ii.shape)
+        for t in range(c.size):
+            partner = t + lag
+            ok = (partner < c.size) & (t < rows)
+            out = out + np.where(ok, c[t] * c[np.minimum(partner, c.size - 1)], 0.0)
+        return out
+
+    def mse(self, n_steps: int, workload: Workload | None = None) -> float:
+        """``(1/n) ||A C^-1||_F^2`` from the first column of ``C^-1`` (O(n * bands) for a
+        constant learning rate, O(n^2) otherwise; docs/math.md §8.6). Equals
+        :meth:`prefix_mse` for prefix sums."""
+        n = toeplitz.check_steps(self._owner("mse"), n_steps)
+        return columns.workload_error(self.inverse_coefficients(n), workload) / n
 
     def inverse_coefficients(self, n_steps: int) -> np.ndarray:
         """The first column of ``C^-1`` (length n), O(n * bands)."""
@@ -53,8 +85,14 @@ class ToeplitzStrategy(Strategy):
         guaranteed upper bound (see :mod:`minsep.strategies.sensitivity`)."""
         return _sensitivity.sensitivity(self.coefficients, n_steps, min_sep, max_participations)
 
-    def sensitivity_is_exact(self, min_sep: int) -> bool:
-        """True when :meth:`sensitivity` is exact rather than an upper bound."""
+    def sensitivity_is_exact(
+        self,
+        min_sep: int,
+        n_steps: int | None = None,
+        max_participations: int | None = None,
+    ) -> bool:
+        """True when :meth:`sensitivity` is exact rather than an upper bound (for every
+        ``n_steps`` and ``max_participations``: they are accepted and ignored)."""
         return _sensitivity.sensitivity_is_exact(self.coefficients, min_sep)
 
     def noise(
