@@ -52,7 +52,7 @@ from minsep.framework.setup import (
     build_strategy_spec,
     parse_strategy_spec,
     strategy_bands,
-    strategy_name,
+    strategy_label,
 )
 from minsep.framework.validation import (
     fail,
@@ -332,7 +332,7 @@ def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) ->
         if chosen is None:
             warn(f"compare: no accountant can account {label} with {what}")
             continue
-        name = strategy_name(strategy) if variant.strategy is None else variant.strategy
+        name = strategy_label(strategy) if variant.strategy is None else variant.strategy
         out.append(_Plan(proposal.family, label, scheme, strategy, chosen, name))
     return out
 

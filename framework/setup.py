@@ -38,7 +38,7 @@ __all__ = [
     "parse_strategy_spec",
     "select_accountant",
     "strategy_bands",
-    "strategy_name",
+    "strategy_label",
 ]
 
 #: Registered strategy for k >= 2 bands (MSE-optimal BandMF).
@@ -115,12 +115,12 @@ def build_strategy_spec(spec: str, n_steps: int) -> Strategy:
 
 def strategy_bands(strategy: Strategy) -> int:
     """The bands of a banded strategy, 0 for one that is not banded (``is_banded``)."""
-    return int(strategy.bands) if getattr(strategy, "is_banded", True) else 0
+    return int(strategy.bands) if strategy.is_banded else 0
 
 
-def strategy_name(strategy: Strategy) -> str:
+def strategy_label(strategy: Strategy) -> str:
     """The registered name, with the bands for a banded strategy (``banded_toeplitz/k=4``)."""
-    name = str(getattr(type(strategy), "registry_name", type(strategy).__name__))
+    name = strategy.strategy_name
     bands = strategy_bands(strategy)
     return f"{name}/k={bands}" if bands else name
 

@@ -98,6 +98,18 @@ def _as_float_array(value: Any) -> np.ndarray:
         ) from None
 
 
+def _checked_gram(gram: np.ndarray, n_steps: int) -> np.ndarray:
+    """A Gram matrix supplied by the strategy (``column_gram``): n x n and finite."""
+    gram = np.asarray(gram, dtype=np.float64)
+    if gram.shape != (n_steps, n_steps) or not np.all(np.isfinite(gram)):
+        raise ConfigurationError(
+            f"strategy columns: known_gram of shape {gram.shape} is invalid: must be a finite "
+            f"{n_steps} x {n_steps} matrix (C^T C)",
+            parameter="known_gram",
+        )
+    return gram
+
+
 @attrs.frozen(eq=False)
 class ToeplitzColumns:
     """Lower-triangular Toeplitz C given by its first column t (length n, ``C[i, j] =
@@ -108,6 +120,7 @@ class ToeplitzColumns:
     """
 
     column: np.ndarray = attrs.field(converter=_as_float_array, validator=_toeplitz_column)
+    known_gram: np.ndarray | None = attrs.field(default=None, kw_only=True, repr=False)
 
     @property
     def n_steps(self) -> int:
@@ -134,6 +147,8 @@ class ToeplitzColumns:
         return np.where(lags >= 0, self.column[np.clip(lags, 0, None)], 0.0)
 
     def gram(self) -> np.ndarray:
+        if self.known_gram is not None:
+            return _checked_gram(self.known_gram, self.n_steps)
         dense = self.matrix()
         return np.asarray(dense.T @ dense, dtype=np.float64)
 
@@ -147,6 +162,7 @@ class DenseColumns:
     """
 
     matrix: np.ndarray = attrs.field(converter=_as_float_array, validator=_dense_matrix)
+    known_gram: np.ndarray | None = attrs.field(default=None, kw_only=True, repr=False)
 
     @property
     def n_steps(self) -> int:
@@ -162,16 +178,20 @@ class DenseColumns:
         return np.asarray(np.sum(self.matrix**2, axis=0), dtype=np.float64)
 
     def gram(self) -> np.ndarray:
+        if self.known_gram is not None:
+            return _checked_gram(self.known_gram, self.n_steps)
         return np.asarray(self.matrix.T @ self.matrix, dtype=np.float64)
 
 
 def strategy_columns(strategy: Strategy, n_steps: int) -> ToeplitzColumns | DenseColumns:
     """The columns of ``strategy`` for ``n_steps`` steps: its Toeplitz first column when it has
-    one (``strategy.toeplitz_column(n)``), else its dense ``matrix(n)``."""
-    column = strategy.toeplitz_column(n_steps)  # type: ignore[attr-defined]
+    one (``strategy.toeplitz_column(n)``), else its dense ``matrix(n)``; the Gram matrix from
+    the strategy's own ``column_gram(n)`` (structured and cheaper than ``C^T C``)."""
+    column = strategy.toeplitz_column(n_steps)
+    gram = strategy.column_gram(n_steps)
     if column is not None:
-        return ToeplitzColumns(column)
-    return DenseColumns(strategy.matrix(n_steps))
+        return ToeplitzColumns(column, known_gram=gram)
+    return DenseColumns(strategy.matrix(n_steps), known_gram=gram)
 
 
 def cross_term_budgets(gram: np.ndarray, min_sep: int) -> tuple[np.ndarray, np.ndarray]:

@@ -36,11 +36,6 @@ from minsep.schemes.base import Keep, SchemeBase, as_batch, boolean, dataset_siz
 _RATE_SLACK = 1e-12
 
 
-def _is_banded(strategy: Strategy) -> bool:
-    """``strategy.is_banded``; strategies predating that property are banded Toeplitz."""
-    return bool(getattr(strategy, "is_banded", True))
-
-
 def probability_for_rate(rate: float, min_sep: int) -> float:
     """``p = p0 / (1 - p0 (b - 1))``, the per-step probability giving participation rate p0."""
     denominator = 1.0 - rate * (min_sep - 1)
@@ -216,7 +211,7 @@ class BMinSep(SchemeBase):
         A strategy that is not banded gets the r-min-sep bounds of App. B.1 instead
         (:class:`~minsep.schemes.b_min_sep.column_bound.ColumnBoundLossModel`, docs/math.md §2.1).
         """
-        if not _is_banded(strategy):
+        if not strategy.is_banded:
             return self._column_bound_model(strategy)
         self._require_bands(strategy)
         from minsep.schemes.b_min_sep.loss import BMinSepLossModel

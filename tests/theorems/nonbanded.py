@@ -67,7 +67,7 @@ class DenseTestStrategy(Strategy):
 
     @property
     def coefficients(self) -> np.ndarray:
-        raise ConfigurationError("DenseTestStrategy has no banded coefficients")
+        raise self.not_banded_error("coefficients")
 
     def public_parameters(self) -> dict[str, Any]:
         return {"strategy": "dense-test", "n_steps": int(self._matrix.shape[0])}
