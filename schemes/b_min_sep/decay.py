@@ -1,5 +1,5 @@
 """Decay of the column products of C when C^-1 is banded Toeplitz (paper App. B.2, docs/math.md
-§8.1).
+§2.2).
 
 If C^-1 is lower-triangular Toeplitz with first column h (banded: h_0..h_{q-1}), C is
 lower-triangular Toeplitz with first column t, the power series of 1/H with

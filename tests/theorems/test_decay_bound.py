@@ -1,5 +1,5 @@
 """App. B.2: when C^-1 is banded Toeplitz, the column products of C decay geometrically and the
-bound ``K^2 rho^d / (1 - rho^2)`` holds for every pair (docs/math.md §8.1)."""
+bound ``K^2 rho^d / (1 - rho^2)`` holds for every pair (docs/math.md §2.2)."""
 
 from __future__ import annotations
 
