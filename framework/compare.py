@@ -13,6 +13,11 @@ registered scheme proposes through its ``compare_variants`` hook
 - unamplified BandMF: the Gaussian mechanism for one participation per epoch (min-sep
   floor(1/p0), at most ceil(n / min-sep) participations).
 
+Strategies are a compared dimension: ``ComparisonSetup.strategies`` adds registered strategies
+besides the bands grid (b-min-sep proposes rows for them at every feasible b, accounted by
+docs/math.md §2.1 when they are not banded, and an unamplified row), and the table then names
+the best strategy per scheme (:func:`best_strategies`).
+
 A plugin scheme gets rows without any edit here (by default one per bands value, or one per
 feasible min-sep when ``min_sep`` is its only required option).
 
