@@ -43,7 +43,7 @@ def _inverse_coefficients(values: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in arr)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def _column(h: tuple[float, ...], n: int) -> np.ndarray:
     impulse = np.zeros(n)
     impulse[0] = 1.0
@@ -140,8 +140,8 @@ class BandedInverse(LowerToeplitzStrategy):
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> BandedInverse:
         """``coefficients=...`` (fixed; C checked non-negative for ``n_steps``), or
-        ``bands=k`` and optionally ``workload=...``: the banded inverse optimised for that
-        workload (:mod:`minsep.strategies.optimize_structured`)."""
+        ``bands=k`` (default 2) and optionally ``workload=...`` (default prefix sums): the banded
+        inverse optimised for that workload (:mod:`minsep.strategies.optimize_structured`)."""
         from minsep.strategies import optimize_structured
 
         n = check_steps("BandedInverse.for_steps", n_steps)

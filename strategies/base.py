@@ -62,7 +62,7 @@ class ToeplitzStrategy(Strategy):
 
     def mse(self, n_steps: int, workload: Workload | None = None) -> float:
         """``(1/n) ||A C^-1||_F^2`` from the first column of ``C^-1`` (O(n * bands) for a
-        constant learning rate, O(n^2) otherwise; docs/math.md §8.6). Equals
+        constant learning rate, O(n^2) otherwise; docs/math.md §8.3). Equals
         :meth:`prefix_mse` for prefix sums."""
         n = toeplitz.check_steps(self._owner("mse"), n_steps)
         return columns.workload_error(self.inverse_coefficients(n), workload) / n

@@ -201,7 +201,7 @@ class BufferedLinearToeplitz(LowerToeplitzStrategy):
 
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> BufferedLinearToeplitz:
-        """``decays=..., weights=...`` (fixed), or ``buffers=B`` and optionally
+        """``decays=..., weights=...`` (fixed), or ``buffers=B`` (default 2) and optionally
         ``workload=...`` (a Workload or spec string, default prefix sums): the BLT optimised
         for that workload (:mod:`minsep.strategies.optimize_structured`). Other options raise
         ConfigurationError."""

@@ -1,5 +1,5 @@
 """Lower-triangular Toeplitz matrices from their first column: Gram entries and workload error
-(docs/math.md §8.4, §8.6).
+(docs/math.md §8.3, §8.6).
 
 ``C[i, j] = c[i - j]`` for ``i >= j``. Column j of the n x n matrix is ``c`` shifted down by j
 and cut at row n, so for ``i <= j`` and lag ``d = j - i``
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter
+from scipy.signal import fftconvolve, lfilter
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.workloads import PrefixSums, Workload
@@ -104,3 +104,42 @@ def workload_error(inverse_column: np.ndarray, workload: Workload | None) -> flo
                 column = np.cumsum(eta[s:] * gamma[: n - s])
                 total += float(column @ column)
     return total
+
+
+def workload_error_and_gradient(
+    inverse_column: np.ndarray, workload: Workload | None
+) -> tuple[float, np.ndarray]:
+    """:func:`workload_error` and its gradient in ``inverse_column`` (reverse-mode through
+    the cumulative sums and the momentum filter; same cost as the value)."""
+    r = np.asarray(inverse_column, dtype=np.float64)
+    n = r.size
+    w = workload or PrefixSums()
+    beta = w.momentum
+    gamma = r if beta == 0.0 else np.asarray(lfilter([1.0], [1.0, -beta], r))
+    eta = w.learning_rates(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.all(eta == eta[0]):
+            weights = n - np.arange(n)
+            b = eta[0] * np.cumsum(gamma)
+            total = float(weights @ (b * b))
+            grad_gamma = eta[0] * np.cumsum((2.0 * weights * b)[::-1])[::-1]
+        else:
+            total = 0.0
+            grad_gamma = np.zeros(n)
+            for s in range(n):
+                column = np.cumsum(eta[s:] * gamma[: n - s])
+                total += float(column @ column)
+                grad_gamma[: n - s] += 2.0 * eta[s:] * np.cumsum(column[::-1])[::-1]
+        if beta == 0.0:
+            return total, grad_gamma
+        grad_r = np.asarray(lfilter([1.0], [1.0, -beta], grad_gamma[::-1]))[::-1]
+    return total, np.asarray(grad_r, dtype=np.float64)
+
+
+def inverse_adjoint(inverse: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """``dL/dc`` for ``y = C^-1 e_0`` (C lower-triangular Toeplitz with first column ``c``,
+    ``y = inverse``), given ``gradient = dL/dy``: ``dL/dc_k = -sum_m lambda_m y_{m-k}`` with
+    ``lambda = C^-T dL/dy`` (FFT correlations, O(n log n))."""
+    n = inverse.size
+    lam = fftconvolve(gradient[::-1], inverse)[:n][::-1]
+    return np.asarray(-fftconvolve(lam[::-1], inverse)[:n][::-1], dtype=np.float64)
