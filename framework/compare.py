@@ -13,6 +13,11 @@ registered scheme proposes through its ``compare_variants`` hook
 - unamplified BandMF: the Gaussian mechanism for one participation per epoch (min-sep
   floor(1/p0), at most ceil(n / min-sep) participations).
 
+Strategies are a compared dimension: ``ComparisonSetup.strategies`` adds registered strategies
+besides the bands grid (b-min-sep proposes rows for them at every feasible b, accounted by
+docs/math.md §2.1 when they are not banded, and an unamplified row), and the table then names
+the best strategy per scheme (:func:`best_strategies`).
+
 A plugin scheme gets rows without any edit here (by default one per bands value, or one per
 feasible min-sep when ``min_sep`` is its only required option).
 
@@ -40,12 +45,20 @@ from typing import Any
 
 import attrs
 
-from minsep.framework.errors import CalibrationError, ConfigurationError
+from minsep.framework.errors import CalibrationError, ConfigurationError, MinsepError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import accountants, schemes
-from minsep.framework.setup import PREFERENCE, build_accountant, build_strategy
+from minsep.framework.setup import (
+    PREFERENCE,
+    build_accountant,
+    build_strategy,
+    build_strategy_spec,
+    parse_strategy_spec,
+    strategy_bands,
+    strategy_label,
+)
 from minsep.framework.validation import (
     fail,
     number,
@@ -94,6 +107,13 @@ def _families(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> Non
         raise fail(instance, attribute.name, value, "None (all) or a non-empty list of names")
 
 
+def _strategy_specs(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+        raise fail(instance, attribute.name, value, "a list of strategy specs (name:key=value)")
+    for spec in value:
+        parse_strategy_spec(spec, owner=f"{type(instance).__name__}.{attribute.name}")
+
+
 @attrs.frozen(kw_only=True)
 class ComparisonSetup:
     """One training setup to compare schemes at.
@@ -109,6 +129,11 @@ class ComparisonSetup:
             identity). The DP-SGD row (identity) is always included.
         min_seps: the min-sep values b for b-min-sep (kept when k <= b and b p0 <= 1); None for
             the powers of two from k to 1/p0.
+        strategies: extra strategies compared besides the bands grid, as specs ``name`` or
+            ``name:key=value:...`` of registered strategies built by ``for_steps(n_steps,
+            **options)`` (e.g. ``blt``, ``banded_toeplitz:bands=4:objective=max``). A scheme
+            proposes rows for them through ``compare_variants`` (b-min-sep: every feasible b,
+            bounded by docs/math.md §2.1 when the strategy is not banded).
         families: the row families to include (registered scheme names, or a family a
             scheme declares such as ``unamplified``); None for every registered scheme's
             rows. Unknown names are refused with the list of available ones.
@@ -131,6 +156,9 @@ class ComparisonSetup:
     )
     families: tuple[str, ...] | None = attrs.field(
         default=None, converter=_optional_str_tuple, validator=_families
+    )
+    strategies: tuple[str, ...] = attrs.field(
+        default=(), converter=_optional_str_tuple, validator=_strategy_specs
     )
     accountant_options: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -163,6 +191,10 @@ class ComparisonSetup:
             rate=self.rate,
             bands=grid,
             min_seps={k: self.min_seps_for(k) for k in grid},
+            strategies={
+                spec: self.min_seps_for(strategy_bands(build_strategy_spec(spec, self.n_steps)))
+                for spec in self.strategies
+            },
         )
 
     def min_seps_for(self, bands: int) -> tuple[int, ...]:
@@ -188,7 +220,7 @@ class ComparisonRow:
     family: str
     label: str
     scheme: str
-    bands: int
+    bands: int | None
     min_sep: int
     accountant: str
     method: str
@@ -200,6 +232,7 @@ class ComparisonRow:
     failure_probability: float = 0.0
     seconds: float = 0.0
     note: str = ""
+    strategy: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON/CSV ready)."""
@@ -213,6 +246,7 @@ class _Plan:
     scheme: SamplingScheme
     strategy: Strategy
     accountant: str
+    strategy_name: str = ""
 
 
 @attrs.frozen
@@ -252,9 +286,22 @@ def available_families(setup: ComparisonSetup) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p.family for p in _proposals(setup)))
 
 
+def _can(
+    accountant_for: Callable[[str], Accountant], name: str, scheme: Any, strategy: Strategy
+) -> bool:
+    """Whether accountant ``name`` is registered and accounts the pair (an accountant whose
+    hooks refuse a strategy by raising a MinsepError counts as unable)."""
+    if name not in accountants:
+        return False
+    try:
+        return accountant_for(name).supports(scheme, strategy)
+    except MinsepError:
+        return False
+
+
 def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) -> list[_Plan]:
     """The rows to evaluate, in table order; infeasible combinations are skipped with a note."""
-    cache: dict[int, Strategy] = {}
+    cache: dict[int | str, Strategy] = {}
     out: list[_Plan] = []
     proposals = _proposals(setup)
     for name in setup.families or ():
@@ -276,22 +323,22 @@ def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) ->
         except ConfigurationError as exc:
             warn(f"compare: skipping {label} with {variant.bands} bands: {exc}")
             continue
-        if variant.bands not in cache:
-            cache[variant.bands] = build_strategy(setup.n_steps, variant.bands)
-        strategy = cache[variant.bands]
+        key: int | str = variant.bands if variant.strategy is None else variant.strategy
+        if key not in cache:
+            cache[key] = (
+                build_strategy(setup.n_steps, variant.bands)
+                if variant.strategy is None
+                else build_strategy_spec(variant.strategy, setup.n_steps)
+            )
+        strategy = cache[key]
+        what = f"{variant.bands} bands" if variant.strategy is None else variant.strategy
         choices = PREFERENCE if variant.accountant is None else (variant.accountant,)
-        chosen = next(
-            (
-                a
-                for a in choices
-                if a in accountants and accountant_for(a).supports(scheme, strategy)
-            ),
-            None,
-        )
+        chosen = next((a for a in choices if _can(accountant_for, a, scheme, strategy)), None)
         if chosen is None:
-            warn(f"compare: no accountant can account {label} with {variant.bands} bands")
+            warn(f"compare: no accountant can account {label} with {what}")
             continue
-        out.append(_Plan(proposal.family, label, scheme, strategy, chosen))
+        name = strategy_label(strategy) if variant.strategy is None else variant.strategy
+        out.append(_Plan(proposal.family, label, scheme, strategy, chosen, name))
     return out
 
 
@@ -328,7 +375,7 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
         family=item.family,
         label=item.label,
         scheme=scheme.name,
-        bands=strategy.bands,
+        bands=strategy_bands(strategy) or None,
         min_sep=scheme.min_separation,
         accountant=item.accountant,
         method=method,
@@ -339,6 +386,7 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
         failure_probability=failure,
         seconds=time.perf_counter() - start,
         note=note,
+        strategy=item.strategy_name,
     )
 
 
@@ -360,7 +408,7 @@ def compare(setup: ComparisonSetup, progress: Progress | None = None) -> list[Co
     rows: list[ComparisonRow] = []
     for item in items:
         if progress is not None:
-            label = f"{item.label} k={item.strategy.bands} b={item.scheme.min_separation}"
+            label = f"{item.label} {item.strategy_name} b={item.scheme.min_separation}"
             progress(len(rows), len(items), label)
         rows.append(_evaluate(setup, item, accountant_for(item.accountant)))
     if progress is not None:
@@ -386,6 +434,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The strategy column, shown when extra strategies are compared.
+STRATEGY_COLUMN = ("strategy", "strategy")
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -394,8 +446,21 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def best_strategies(rows: Sequence[ComparisonRow]) -> list[ComparisonRow]:
+    """Per row family (in table order), the certified row with the smallest MSE: which
+    strategy (and bands, min-sep) wins for that scheme at this setup."""
+    best: dict[str, ComparisonRow] = {}
+    for row in rows:
+        if row.mse is None or not math.isfinite(row.mse):
+            continue
+        if row.family not in best or row.mse < (best[row.family].mse or math.inf):
+            best[row.family] = row
+    return list(best.values())
+
+
 def format_table(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
-    """A plain-text table, one row per combination, with the setup as its title."""
+    """A plain-text table, one row per combination, with the setup as its title (and, when
+    extra strategies are compared, a strategy column and the best strategy per scheme)."""
     target = (
         f"target eps = {setup.epsilon:g}"
         if setup.epsilon is not None
@@ -405,8 +470,9 @@ def format_table(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
         f"n = {setup.n_steps}, p0 = {setup.rate:.6g} (|D|/B = {setup.epoch_length:.6g}), "
         f"delta = {setup.delta:g}, {target}"
     )
-    cells = [[_cell(getattr(r, key)) for key, _ in COLUMNS] for r in rows]
-    heads = [head for _, head in COLUMNS]
+    columns = COLUMNS if not setup.strategies else (COLUMNS[0], STRATEGY_COLUMN, *COLUMNS[1:])
+    cells = [[_cell(getattr(r, key)) for key, _ in columns] for r in rows]
+    heads = [head for _, head in columns]
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
 
     def line(values: Sequence[str]) -> str:
@@ -416,6 +482,12 @@ def format_table(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
 
     out = [title, line(heads), line(["-" * w for w in widths])]
     out += [line(c) for c in cells]
+    if setup.strategies:
+        winners = [
+            f"  {r.label}: {r.strategy} (b {r.min_sep}), sigma {_cell(r.sigma)}, MSE {_cell(r.mse)}"
+            for r in best_strategies(rows)
+        ]
+        out += ["best strategy per scheme (smallest MSE at a certified sigma):", *winners]
     notes = [f"  {r.label} (bands {r.bands}, b {r.min_sep}): {r.note}" for r in rows if r.note]
     if notes:
         out += ["notes:", *notes]
@@ -445,6 +517,7 @@ __all__ = [
     "ComparisonSetup",
     "Progress",
     "available_families",
+    "best_strategies",
     "compare",
     "format_csv",
     "format_json",

@@ -90,6 +90,11 @@ class PrivacyLossModel(ABC):
 
     #: True when the accounting rests on an unproven conjecture (Algorithm 4).
     conjectured: ClassVar[bool] = False
+    #: True when ``log_ratio`` returns a bound of ``ln P/Q`` instead of its value: an upper
+    #: bound on REMOVE transcripts and a lower bound on ADD ones, y drawn from the true
+    #: mechanism. The loss L is then over-estimated in both directions, so no delta(eps) is
+    #: under-estimated, and ``E[exp(-L)] <= 1`` replaces ``= 1`` (docs/math.md §2.1).
+    bounds_ratio: ClassVar[bool] = False
 
     @property
     @abstractmethod

@@ -146,12 +146,17 @@ class CompareContext:
         rate: participation rate p0 (epoch length 1/p0).
         bands: the bands values of the comparison grid, sorted.
         min_seps: ``bands -> feasible min-sep values b`` (k <= b <= 1/p0) of the grid.
+        strategies: the extra strategies compared besides the bands grid (specs such as
+            ``"blt"`` or ``"banded_toeplitz:bands=4:objective=max"``), each mapped to its
+            feasible min-sep values b (every b of the grid up to 1/p0 for a strategy that is
+            not banded, b >= its bands otherwise).
     """
 
     n_steps: int
     rate: float
     bands: tuple[int, ...]
     min_seps: Mapping[int, tuple[int, ...]]
+    strategies: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
 
     @property
     def epoch_length(self) -> int:
@@ -164,7 +169,10 @@ class CompareVariant:
     """One row a scheme asks ``compare`` to evaluate.
 
     Attributes:
-        bands: the bands k of the strategy (1 is the identity, DP-SGD).
+        bands: the bands k of the strategy (1 is the identity, DP-SGD); ignored when
+            ``strategy`` is given.
+        strategy: a strategy spec of ``CompareContext.strategies`` instead of the bands grid's
+            MSE-optimal banded Toeplitz strategy.
         options: the ``from_rate`` options of the row.
         label: the row's label in the table (default: the scheme's label).
         family: the name ``--schemes`` selects the row by (default: the scheme's name).
@@ -174,6 +182,7 @@ class CompareVariant:
 
     bands: int
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    strategy: str | None = None
     label: str | None = None
     family: str | None = None
     accountant: str | None = None

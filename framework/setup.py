@@ -34,7 +34,11 @@ __all__ = [
     "build_accountant",
     "build_scheme",
     "build_strategy",
+    "build_strategy_spec",
+    "parse_strategy_spec",
     "select_accountant",
+    "strategy_bands",
+    "strategy_label",
 ]
 
 #: Registered strategy for k >= 2 bands (MSE-optimal BandMF).
@@ -68,6 +72,57 @@ def build_strategy(n_steps: int, bands: int) -> Strategy:
     if bands == 1:
         return strategies.get(IDENTITY_STRATEGY).for_steps(n_steps)
     return strategies.get(BANDED_STRATEGY).for_steps(n_steps, bands=bands)
+
+
+def parse_strategy_spec(spec: str, owner: str = "strategy") -> tuple[str, dict[str, Any]]:
+    """``"name"`` or ``"name:key=value:..."`` -> ``(name, options)``; values are read as int,
+    then float, then kept as text. The name must be a registered strategy."""
+    name, *pairs = spec.split(":")
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(
+                f"{owner} = {spec!r} is invalid: must be name or name:key=value:... "
+                f"({pair!r} is not key=value)",
+                parameter="strategies",
+            )
+        options[key.strip()] = _spec_value(text.strip())
+    if name.strip() not in strategies:
+        raise ConfigurationError(
+            f"{owner} = {spec!r} is invalid: {name!r} is not a registered strategy "
+            f"{sorted(strategies.names())}",
+            parameter="strategies",
+        )
+    return name.strip(), options
+
+
+def _spec_value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def build_strategy_spec(spec: str, n_steps: int) -> Strategy:
+    """The strategy of a spec (:func:`parse_strategy_spec`) for ``n_steps`` steps:
+    ``strategies.get(name).for_steps(n_steps, **options)``."""
+    name, options = parse_strategy_spec(spec)
+    return strategies.get(name).for_steps(n_steps, **options)
+
+
+def strategy_bands(strategy: Strategy) -> int:
+    """The bands of a banded strategy, 0 for one that is not banded (``is_banded``)."""
+    return int(strategy.bands) if strategy.is_banded else 0
+
+
+def strategy_label(strategy: Strategy) -> str:
+    """The registered name, with the bands for a banded strategy (``banded_toeplitz/k=4``)."""
+    name = strategy.strategy_name
+    bands = strategy_bands(strategy)
+    return f"{name}/k={bands}" if bands else name
 
 
 def accountant_fields(cls: type[Accountant]) -> tuple[str, ...]:

@@ -11,9 +11,15 @@ batch size:
   delta/2, the paper's "estimate epsilon at delta/2";
 - unamplified BandMF (one participation per epoch) by the Gaussian mechanism.
 
+Strategies are a compared dimension too: besides the bands grid, ``strategies`` names further
+registered strategies (specs ``name:key=value``, e.g. ``blt`` or
+``banded_toeplitz:bands=4:objective=max``); b-min-sep accounts those that are not banded by the
+r-min-sep bounds of App. B.1 (docs/math.md §2.1), at every b up to |D|/B.
+
 Utility is the prefix-sum MSE ``(1/n) ||A C^-1||_F^2 sigma^2`` (docs/math.md §8). For each scheme
-the best MSE over bands (and b) is kept, and the ratios b-min-sep / cyclic Poisson (Fig. 2) and
-b-min-sep / balls-in-bins (Fig. 3) are tabulated and drawn as heat maps (< 1: b-min-sep wins).
+the best MSE over strategies, bands (and b) is kept (the best-strategy table says which strategy
+wins), and the ratios b-min-sep / cyclic Poisson (Fig. 2) and b-min-sep / balls-in-bins (Fig. 3)
+are tabulated and drawn as heat maps (< 1: b-min-sep wins).
 For the tables balls-in-bins is b-min-sep at b = |D|/B (p = 1), the same loss model on the same
 draws as the other b, so the Fig. 3 ratio is <= 1 exactly; the rows CSV keeps the balls-in-bins
 calibrations by their own loss model as a cross-check.
@@ -33,7 +39,9 @@ from typing import Any
 import attrs
 
 from minsep.framework.compare import ComparisonRow, ComparisonSetup, compare
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import min_samples
+from minsep.framework.setup import parse_strategy_spec
 from minsep.framework.validation import (
     integer,
     one_of,
@@ -80,6 +88,18 @@ def paper_samples(delta: float) -> int:
     return min_samples(delta / 2.0, delta)
 
 
+def _strategy_specs(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """attrs validator: a (possibly empty) tuple of strategy specs of registered strategies."""
+    if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(
+            f"MSESettings.strategies = {value!r} is invalid: must be a tuple of strategy specs "
+            "(name or name:key=value:...)",
+            parameter="strategies",
+        )
+    for spec in value:
+        parse_strategy_spec(spec, owner="MSESettings.strategies")
+
+
 @attrs.frozen(kw_only=True)
 class MSESettings:
     """The grid of one run (the paper's full grid by default).
@@ -92,6 +112,7 @@ class MSESettings:
         bands: numbers of bands of the MSE-optimal banded Toeplitz strategies.
         samples: Monte Carlo verification samples per direction (None: ``paper_samples``).
         families: schemes compared (a subset of :data:`FAMILIES`).
+        strategies: extra strategy specs compared besides the bands grid (see the module).
     """
 
     n_steps: int = attrs.field(default=1024, validator=positive_int())
@@ -107,6 +128,7 @@ class MSESettings:
     )
     samples: int | None = attrs.field(default=None, validator=optional(integer(low=100)))
     families: tuple[str, ...] = attrs.field(default=FAMILIES, validator=tuple_of(one_of(*FAMILIES)))
+    strategies: tuple[str, ...] = attrs.field(default=(), validator=_strategy_specs)
 
     def resolved_samples(self) -> int:
         """``samples``, or :func:`paper_samples` of ``delta`` when None."""
@@ -119,7 +141,8 @@ class MSESettings:
         )
 
     def monte_carlo_rows(self) -> int:
-        """How many Monte Carlo calibrations the grid needs (b-min-sep and balls-in-bins)."""
+        """How many Monte Carlo calibrations the grid needs (b-min-sep and balls-in-bins; an
+        extra strategy counted at every b, as a strategy that is not banded)."""
         per_setup = 0
         for length in self.epoch_lengths:
             for k in self.bands:
@@ -127,11 +150,23 @@ class MSESettings:
                     per_setup += len(self.min_seps(k, length))
                 if "balls_in_bins" in self.families:
                     per_setup += 1
+            if "b_min_sep" in self.families:
+                per_setup += len(self.strategies) * len(self.min_seps(1, length))
         return per_setup * len(self.epsilons)
 
 
 #: The paper's grid (§7.1).
 FULL = MSESettings()
+
+#: The demo's setting (n = 1024, |D|/B = 256, delta = 1e-3, epsilon = 2) with the MSE-optimal
+#: banded grid and its max-objective variant as extra strategy; the strategies that are not
+#: banded are added on the command line (``--strategies blt,banded_inverse``).
+DEMO = MSESettings(
+    epsilons=(2.0,),
+    epoch_lengths=(256,),
+    bands=(4, 8, 16),
+    strategies=("banded_toeplitz:bands=8:objective=max",),
+)
 
 #: The committed quick run: a corner of the paper's grid at the paper's n, delta and sample
 #: count (verification at delta/2).
@@ -166,6 +201,7 @@ def run_grid(
             epsilon=epsilon,
             bands=settings.bands,
             families=settings.families,
+            strategies=settings.strategies,
             accountant_options=options,
         )
 
@@ -190,6 +226,7 @@ ROW_COLUMNS = (
     "epsilon_target",
     "epoch_length",
     "family",
+    "strategy",
     "bands",
     "min_sep",
     "accountant",
@@ -211,6 +248,7 @@ def row_dicts(records: Sequence[Record]) -> list[dict[str, Any]]:
                 "epsilon_target": record.epsilon_target,
                 "epoch_length": record.epoch_length,
                 "family": r.family,
+                "strategy": r.strategy,
                 "bands": r.bands,
                 "min_sep": r.min_sep,
                 "accountant": r.accountant,
@@ -266,7 +304,16 @@ def best_rows(records: Sequence[Record]) -> dict[tuple[float, int, str], Compari
     return best
 
 
-BEST_COLUMNS = ("epsilon_target", "epoch_length", "family", "bands", "min_sep", "sigma", "mse")
+BEST_COLUMNS = (
+    "epsilon_target",
+    "epoch_length",
+    "family",
+    "strategy",
+    "bands",
+    "min_sep",
+    "sigma",
+    "mse",
+)
 
 RATIO_COLUMNS = (
     "epsilon_target",
@@ -329,6 +376,78 @@ def ratio_grid(
         tuple(table.get((e, length)) for length in settings.epoch_lengths)
         for e in settings.epsilons
     )
+
+
+def strategy_rows(settings: MSESettings, records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Per setup, scheme family and strategy: the best certified row of that strategy (over
+    bands and b) and its MSE over the family's best; the winner has ratio 1."""
+    best: dict[tuple[float, int, str, str], ComparisonRow] = {}
+    for record in records:
+        r = record.row
+        if r.mse is None or not math.isfinite(r.mse):
+            continue
+        key = (record.epsilon_target, record.epoch_length, r.family, _strategy_kind(r))
+        if key not in best or r.mse < (best[key].mse or math.inf):
+            best[key] = r
+    top: dict[tuple[float, int, str], float] = {}
+    for (e, length, family, _), r in best.items():
+        assert r.mse is not None
+        top[(e, length, family)] = min(top.get((e, length, family), math.inf), r.mse)
+    return [
+        {
+            "epsilon_target": e,
+            "epoch_length": length,
+            "family": family,
+            "strategy": kind,
+            "bands": r.bands,
+            "min_sep": r.min_sep,
+            "sigma": r.sigma,
+            "mse": r.mse,
+            "mse_over_best": (r.mse or math.nan) / top[(e, length, family)],
+        }
+        for (e, length, family, kind), r in sorted(best.items(), key=lambda kv: kv[0])
+    ]
+
+
+def _strategy_kind(row: ComparisonRow) -> str:
+    """The strategy a row compares: the bands grid's rows are one kind (MSE-optimal banded
+    Toeplitz, any k; the identity for DP-SGD), each extra spec another."""
+    if row.strategy.startswith("banded_toeplitz/") or row.strategy.startswith("identity"):
+        return "banded_toeplitz (grid)" if row.strategy.startswith("banded") else "identity"
+    return row.strategy
+
+
+STRATEGY_COLUMNS = (
+    "epsilon_target",
+    "epoch_length",
+    "family",
+    "strategy",
+    "bands",
+    "min_sep",
+    "sigma",
+    "mse",
+    "mse_over_best",
+)
+
+
+def strategy_markdown(strategies: Sequence[dict[str, Any]]) -> str:
+    """The best row of each strategy per setup and scheme (``MSE/best`` 1: the winner)."""
+    rows = [
+        [
+            f"{r['epsilon_target']:g}",
+            r["epoch_length"],
+            r["family"],
+            r["strategy"],
+            r["bands"],
+            r["min_sep"],
+            r["sigma"],
+            r["mse"],
+            r["mse_over_best"],
+        ]
+        for r in strategies
+    ]
+    heads = ["ε", "\\|D\\|/B", "scheme", "strategy", "k", "b", "σ", "MSE", "MSE/best"]
+    return markdown_table(heads, rows)
 
 
 def markdown(settings: MSESettings, ratios: Sequence[dict[str, Any]], samples: int) -> str:
@@ -429,6 +548,11 @@ def run_experiment(
     records, timing = run_grid(settings, engine, report)
     best = best_rows(balls_in_bins_as_b_min_sep(records))
     ratios = ratio_rows(settings, best)
+    by_strategy = strategy_rows(settings, records)
+    text = markdown(settings, ratios, samples)
+    if settings.strategies:
+        text += "\n\nBest row of each strategy per scheme (MSE/best = 1: the winning strategy):\n\n"
+        text += strategy_markdown(by_strategy)
     written = {
         "rows": write_csv(output_dir / f"{NAME}_rows.csv", ROW_COLUMNS, row_dicts(records)),
         "best": write_csv(
@@ -440,7 +564,10 @@ def run_experiment(
             ],
         ),
         "ratios": write_csv(output_dir / f"{NAME}_ratios.csv", RATIO_COLUMNS, ratios),
-        "markdown": write_text(output_dir / f"{NAME}.md", markdown(settings, ratios, samples)),
+        "strategies": write_csv(
+            output_dir / f"{NAME}_strategies.csv", STRATEGY_COLUMNS, by_strategy
+        ),
+        "markdown": write_text(output_dir / f"{NAME}.md", text),
     }
     if plots:
         figure = plot(output_dir / f"{NAME}.png", settings, ratios)
@@ -482,11 +609,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--epsilons", type=float_list, help="target epsilons, e.g. 0.5,1,2")
     grid.add_argument("--epoch-lengths", type=int_list, help="|D|/B values, e.g. 128,256")
     grid.add_argument("--bands", type=int_list, help="numbers of bands, e.g. 2,4,8")
+    grid.add_argument(
+        "--strategies",
+        type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()),
+        help="extra strategies besides the bands grid, e.g. blt,banded_inverse or "
+        "banded_toeplitz:bands=8:objective=max",
+    )
+    grid.add_argument(
+        "--demo",
+        action="store_true",
+        help="the demo's setting (n 1024, |D|/B 256, delta 1e-3, epsilon 2) with strategies",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
     """The grid of parsed arguments and the mode's name."""
-    return settings_with_overrides(args, QUICK, FULL, ("epsilons", "epoch_lengths", "bands"))
+    keys = ("epsilons", "epoch_lengths", "bands", "strategies")
+    if getattr(args, "demo", False):
+        settings, mode = settings_with_overrides(args, DEMO, DEMO, keys)
+        return settings, mode.replace("quick", "demo").replace("full", "demo")
+    return settings_with_overrides(args, QUICK, FULL, keys)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -76,6 +76,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="b-min-sep values b (default: powers of two from bands to |D|/B)",
     )
     grid.add_argument(
+        "--strategies",
+        type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()),
+        default=(),
+        help="extra strategies to compare besides the bands grid, as name or "
+        "name:key=value:..., e.g. blt,banded_toeplitz:bands=4:objective=max (the table then "
+        "shows the best strategy per scheme)",
+    )
+    grid.add_argument(
         "--schemes",
         type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()),
         default=None,
@@ -145,6 +153,7 @@ def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
         bands=args.bands,
         min_seps=args.min_seps,
         families=args.schemes,
+        strategies=args.strategies,
         accountant_options=options,
     )
 

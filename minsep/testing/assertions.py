@@ -103,7 +103,8 @@ def assert_change_of_measure(
     max_stderr: float = 0.05,
 ) -> None:
     """``E[exp(-L)] = 1`` within ``k`` standard errors (plus ``atol``), the standard error
-    being below ``max_stderr`` so that the check has power.
+    being below ``max_stderr`` so that the check has power; ``E[exp(-L)] <= 1`` (one-sided)
+    for a model whose ``log_ratio`` is a bound (``bounds_ratio``, docs/math.md §2.1).
 
     The REMOVE identity ties the sampler to the density ratio: drawing the participation
     pattern from another law than the one ``log_ratio`` integrates over breaks it.
@@ -113,4 +114,10 @@ def assert_change_of_measure(
         f"{type(model).__name__} {direction.value}: standard error {stderr:.3g} >= "
         f"{max_stderr:g}; draw more samples for a meaningful check"
     )
+    if model.bounds_ratio:
+        assert mean <= 1.0 + k * stderr + atol, (
+            f"{type(model).__name__} {direction.value}: E[exp(-L)] = {mean:.6g} > 1 beyond "
+            f"{k:g} x stderr {stderr:.3g} + {atol:.3g}: the bound is on the wrong side"
+        )
+        return
     assert_mc_agrees_with_exact(mean, 1.0, stderr, k=k, atol=atol)

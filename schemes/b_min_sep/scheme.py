@@ -83,9 +83,15 @@ class BMinSep(SchemeBase):
 
     @classmethod
     def compare_variants(cls, context: CompareContext) -> list[CompareVariant]:
-        """Every feasible min-sep b for each bands value, then, as context, unamplified BandMF:
-        one participation per epoch (b = floor(1/p0)) accounted without amplification."""
+        """Every feasible min-sep b for each bands value and each extra strategy (those that
+        are not banded by the bounds of docs/math.md §2.1), then, as context, unamplified
+        BandMF: one participation per epoch (b = floor(1/p0)) accounted without amplification."""
         amplified = super().compare_variants(context)
+        amplified += [
+            CompareVariant(bands=0, strategy=spec, options={"min_sep": b})
+            for spec, seps in context.strategies.items()
+            for b in seps
+        ]
         unamplified = [
             CompareVariant(
                 bands=k,
@@ -96,6 +102,18 @@ class BMinSep(SchemeBase):
                 rank=90,
             )
             for k in context.bands
+        ]
+        unamplified += [
+            CompareVariant(
+                bands=0,
+                strategy=spec,
+                options={"min_sep": context.epoch_length},
+                label="unamplified BandMF",
+                family="unamplified",
+                accountant="gaussian",
+                rank=90,
+            )
+            for spec in context.strategies
         ]
         return amplified + unamplified
 
@@ -188,13 +206,31 @@ class BMinSep(SchemeBase):
         )
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
-        """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b."""
+        """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b.
+
+        A strategy that is not banded gets the r-min-sep bounds of App. B.1 instead
+        (:class:`~minsep.schemes.b_min_sep.column_bound.ColumnBoundLossModel`, docs/math.md §2.1).
+        """
+        if not strategy.is_banded:
+            return self._column_bound_model(strategy)
         self._require_bands(strategy)
         from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 
         model: PrivacyLossModel = BMinSepLossModel(
             coefficients=acc.coefficients(strategy),
             n_steps=self.n_steps,
+            min_sep=self.min_sep,
+            probability=self.probability,
+            warm_start=self.warm_start,
+        )
+        return model
+
+    def _column_bound_model(self, strategy: Strategy) -> PrivacyLossModel:
+        from minsep.schemes.b_min_sep.column_bound import ColumnBoundLossModel
+        from minsep.schemes.b_min_sep.columns import strategy_columns
+
+        model: PrivacyLossModel = ColumnBoundLossModel(
+            columns=strategy_columns(strategy, self.n_steps),
             min_sep=self.min_sep,
             probability=self.probability,
             warm_start=self.warm_start,

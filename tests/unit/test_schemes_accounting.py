@@ -25,9 +25,13 @@ from minsep.schemes import (
 
 @attrs.frozen
 class Coefficients:
-    """Stand-in strategy: the hooks only read ``coefficients`` and ``bands``."""
+    """Stand-in strategy: the hooks only read ``is_banded``, ``coefficients`` and ``bands``."""
 
     values: tuple[float, ...]
+
+    @property
+    def is_banded(self) -> bool:
+        return True
 
     @property
     def coefficients(self) -> np.ndarray:
