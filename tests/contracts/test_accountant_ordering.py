@@ -3,7 +3,8 @@
 For one question (scheme, strategy, sigma, delta) the accountants must be ordered (issue 13 §1):
 
 - unamplified ``gaussian`` epsilon >= exact ``pld`` epsilon (amplification can only help);
-- unamplified ``gaussian`` epsilon >= the Monte Carlo estimate of the same epsilon. (Against the
+- unamplified ``gaussian`` epsilon >= the Monte Carlo estimate of the same epsilon, for loss
+  models whose log-ratio is exact (not for App. B.1 bound models, ``bounds_ratio``). (Against the
   *certified* Monte Carlo epsilon only where amplification beats the certificate's sampling
   slack: both are upper bounds, and with weak amplification, e.g. balls-in-bins with T = 2 at
   epsilon ~ 10, a 4000-sample certificate can lie above the unamplified bound without any error.
@@ -161,7 +162,13 @@ def check_ordering(scheme_name: str, strategy_name: str, index: int) -> None:
             result = MONTE_CARLO.epsilon(scheme, strategy, sigma, DELTA)
         certified, estimate = float(result.certified_epsilon), float(result.epsilon)
         assert estimate <= certified
-        assert unamplified >= estimate, f"gaussian {unamplified} < MC estimate {estimate}: {where}"
+        # A model whose log-ratio is itself a bound (App. B.1, ``bounds_ratio``) estimates an
+        # upper bound, not the exact epsilon: it may lie above the unamplified one, and both
+        # stay sound (the smaller of two upper bounds is an upper bound).
+        if not scheme.loss_model(strategy).bounds_ratio:
+            assert unamplified >= estimate, (
+                f"gaussian {unamplified} < MC estimate {estimate}: {where}"
+            )
     if exact is not None and certified is not None:
         assert exact <= certified + PLD_SLACK, f"pld {exact} > MC certified {certified}: {where}"
 
