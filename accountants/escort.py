@@ -28,7 +28,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from minsep.accountants import rdp_moments as moments
-from minsep.accountants.escort_kernels import NUMBA_AVAILABLE, backward_block
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
@@ -89,6 +88,9 @@ def sample_escort_counts(
         raise ConfigurationError(
             f"{owner}.kernels = {kernels!r} is invalid: must be 'auto', 'numba' or 'array'"
         )
+    # lazy: the compiled kernels import numba (~0.4 s), which `minsep --help` does not need
+    from minsep.accountants.escort_kernels import NUMBA_AVAILABLE
+
     compiled = NUMBA_AVAILABLE and kernels != "array"
     return _forward_filter_backward_sample(
         chain, products, float(sigma), lam, n_samples, rng, int(block), compiled
@@ -166,6 +168,8 @@ def _forward_filter_backward_sample(
                 mass = 1.0
         last = min(first + block, n) - 1
         if compiled:
+            from minsep.accountants.escort_kernels import backward_block
+
             # the same subsets, weights and uniforms as the array code below, per draw
             exponents = np.stack(
                 [

@@ -29,9 +29,8 @@ import warnings
 from typing import Any
 
 import attrs
-import dp_accounting
 import numpy as np
-from scipy import integrate, special
+from scipy import special
 
 from minsep.framework.errors import CalibrationError
 from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
@@ -139,6 +138,8 @@ def _log_delta_by_quadrature(s: float, epsilon: float) -> float:
     def integrand(x: float) -> float:
         v = v0 + x / k
         return math.exp(_log_tail_ratio(v, v0) - w * (v - v0))
+
+    from scipy import integrate  # lazy: scipy.integrate imports scipy.optimize (~0.5 s)
 
     # The integrand is <= e^{-x} (h increases), so the part beyond x = 60 is < e^{-60}.
     with warnings.catch_warnings():
@@ -252,6 +253,9 @@ def smallest_epsilon(noise_multiplier: float, delta: float) -> float:
         return 0.0
     if not ok(sys.float_info.max):
         return math.inf  # no finite epsilon holds: sigma is too small to give any guarantee
+    # lazy: dp_accounting imports scipy.stats (about a second)
+    import dp_accounting
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)

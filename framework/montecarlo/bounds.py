@@ -26,7 +26,7 @@ import math
 import sys
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.validation import check_range
@@ -111,6 +111,8 @@ def _best_tau(m: int, delta_b: float, candidates: int) -> tuple[float, float]:
     lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, _GRID - 1)])
     best_u, best = float(grid[i]), values[i]
     if hi > lo:
+        from scipy import optimize  # lazy: scipy.optimize costs ~0.3 s to import
+
         res = optimize.minimize_scalar(
             _objective,
             bounds=(lo, hi),
@@ -242,6 +244,8 @@ def kl_upper_confidence(mean: float, m: int, log_inverse_failure: float) -> floa
     hi = 1.0 - 1e-300
     if gap(hi) <= 0.0:
         return 1.0
+    from scipy import optimize  # lazy: scipy.optimize costs ~0.3 s to import
+
     root = optimize.brentq(gap, mean, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps)
     # brentq's root lies within its tolerance of the true one: step up to stay conservative.
     return min(float(root) * (1.0 + 1e-12) + 1e-300, 1.0)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource, default_kernels
@@ -49,6 +49,8 @@ def binomial_log_weights(trials: int, p: float) -> list[float]:
     Cached (it is needed for every sigma of every chunk); callers must not mutate the list.
     """
     if trials > EXACT_TRIALS:
+        from scipy import stats  # lazy: scipy.stats costs ~0.7 s to import
+
         with np.errstate(divide="ignore"):
             logpmf = stats.binom.logpmf(np.arange(trials + 1), trials, p)
         return [float(w) for w in logpmf]
