@@ -9,6 +9,19 @@ Plugging in another executor means implementing ``map`` with that contract (as
 :class:`~minsep.framework.montecarlo.dask_executor.DaskExecutor` does for Dask); the task objects
 are plain attrs instances (model, sigmas, directions, chunk size, seed, backend name) and
 pickle.
+
+An executor may also offer ``prepare(warm_up)``: start its workers now and have each run the
+picklable ``warm_up()`` once (import the model's modules, load its compiled kernels), without
+waiting. The engine calls it through :func:`prepare_executor` at the start of a question, so
+that worker start-up overlaps the parent's own set-up (building the model, planning, probing).
+
+Start method. :class:`ProcessExecutor` uses ``forkserver`` on POSIX (``spawn`` elsewhere), not
+``fork``: the parent holds threads by the time it samples (the BLAS pool, tqdm's monitor, the
+pool's own manager thread, Dask's), and a forked child inherits their locks in whatever state
+they were (Python 3.12 warns, 3.14 made forkserver the POSIX default for this reason). The
+forkserver imports the heavy modules once (:func:`_preload_modules`: numpy, scipy.special,
+numba, the engine and every scheme plugin) and forks each worker from that warm image, so a
+worker's own start-up is loading the model's compiled kernels from numba's on-disk cache.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ __all__ = [
     "LocalExecutor",
     "ProcessExecutor",
     "get_executor",
+    "prepare_executor",
     "shutdown_pools",
 ]
 
@@ -86,13 +100,19 @@ def _default_start_method() -> str:
 _POOLS: dict[tuple[int, str], concurrent.futures.ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 #: Modules the forkserver imports once, so that workers start without re-importing them.
-_PRELOAD = ["numpy", "scipy.special", "minsep.framework.montecarlo"]
+_PRELOAD = ["numpy", "scipy.special", "scipy.fft", "minsep.framework.montecarlo"]
 
 
 def _preload_modules() -> list[str]:
-    """The fixed preloads plus every registered scheme plugin's module (where the loss-model
-    kernels live), found through the entry points so the framework names no project package."""
+    """The fixed preloads, numba when the host kernels use it (importing it is most of a
+    worker's start-up otherwise), and every registered scheme plugin's module (where the
+    loss models live), found through the entry points so the framework names no project
+    package."""
+    from minsep.framework.backend import numba_unavailable_reason
+
     modules = list(_PRELOAD)
+    if numba_unavailable_reason() is None:
+        modules.append("numba")
     for ep in importlib.metadata.entry_points(group="minsep.schemes"):
         if ep.module not in modules:
             modules.append(ep.module)
@@ -119,6 +139,15 @@ def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
             )
             _POOLS[(workers, method)] = pool
         return pool
+
+
+def prepare_executor(executor: Executor, warm_up: Callable[[], object]) -> None:
+    """Have ``executor`` start its workers now and run ``warm_up()`` once in each, without
+    waiting, when it offers ``prepare`` (a process pool does); otherwise nothing. Results and
+    errors of the warm-up are dropped: a real chunk that fails the same way reports it."""
+    prepare = getattr(executor, "prepare", None)
+    if callable(prepare):
+        prepare(warm_up)
 
 
 def shutdown_pools() -> None:
@@ -155,6 +184,17 @@ class ProcessExecutor:
     def workers(self) -> int:
         """``max_workers``."""
         return self.max_workers
+
+    def prepare(self, warm_up: Callable[[], object]) -> None:
+        """Start the pool (if not yet running) and queue ``warm_up`` once per worker; returns
+        at once. A pool that already ran a chunk is warm and gets nothing."""
+        method = self.start_method or _default_start_method()
+        with _POOLS_LOCK:
+            fresh = (self.max_workers, method) not in _POOLS
+        if fresh:
+            pool = _pool(self.max_workers, method)
+            for _ in range(self.max_workers):
+                pool.submit(warm_up)
 
     def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
         """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order."""
