@@ -19,9 +19,16 @@ from minsep.framework.montecarlo.executors import _preload_modules, prepare_exec
 from minsep.framework.montecarlo.warmup import WarmUp, start_workers
 from tests.unit.montecarlo_toys import SubsampledGaussianToy
 
-#: Modules that cost a large part of a second each to import and that neither the Monte Carlo
-#: path's imports nor ``minsep <command> --help`` need.
-HEAVY = ("scipy.stats", "scipy.optimize", "scipy.signal", "scipy.integrate", "dp_accounting")
+#: Modules that cost from a tenth to most of a second each to import and that neither importing
+#: the registries and the engine nor ``minsep <command> --help`` needs.
+HEAVY = (
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.signal",
+    "scipy.integrate",
+    "scipy.special",
+    "dp_accounting",
+)
 
 _PROBE = """
 import json, sys
