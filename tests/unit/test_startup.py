@@ -122,3 +122,13 @@ def test_warm_up_pickles_and_runs_in_process() -> None:
     warm = pickle.loads(pickle.dumps(WarmUp(SubsampledGaussianToy(rate=0.3), 1.0, "numpy")))
     assert warm() is None
     start_workers(warm.model, LocalExecutor(), "numpy")  # nothing to start, returns at once
+
+
+@pytest.mark.slow
+def test_startup_report_measures_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    from minsep import startup
+
+    assert startup.main(["--repeats", "1", "--workers", "1", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    for key in ("import_cpu", "help_cpu", "parent_cpu", "forkserver_cpu", "worker_cpu"):
+        assert figures[key] > 0.0, key
