@@ -116,9 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  pool parent (imports + model)        {result['parent_cpu']:.2f}")
     print(f"  pool forkserver (once per process)   {result['forkserver_cpu']:.2f}")
     print(f"  pool worker, up to its first chunk   {result['worker_cpu']:.2f}")
-    print(
-        f"  wall to the first chunk of each of {args.workers}: {result['first_chunks_wall']:.2f} s"
-    )
+    wall = result["first_chunks_wall"]
+    print(f"  wall to the first chunk of each of {args.workers} workers: {wall:.2f} s")
     return 0
 
 
