@@ -132,3 +132,25 @@ def test_startup_report_measures_every_figure(capsys: pytest.CaptureFixture[str]
     figures = json.loads(capsys.readouterr().out)
     for key in ("import_cpu", "help_cpu", "parent_cpu", "forkserver_cpu", "worker_cpu"):
         assert figures[key] > 0.0, key
+
+
+@attrs.frozen
+class _MallocSetting:
+    """Picklable: the worker's glibc malloc variables."""
+
+    def __call__(self, index: int) -> tuple[str | None, str | None]:
+        return os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_pool_workers_keep_freed_chunk_memory_the_parent_environment_unchanged() -> None:
+    from minsep.framework.montecarlo.executors import WORKER_MALLOC
+
+    before = dict(os.environ)
+    executor = ProcessExecutor(max_workers=1, start_method="forkserver")
+    [setting] = list(executor.map(_MallocSetting(), [0]))
+    expected = tuple(
+        before.get(k, WORKER_MALLOC[k])
+        for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+    )
+    assert setting == expected
+    assert dict(os.environ) == before
