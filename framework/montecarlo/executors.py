@@ -21,7 +21,8 @@ pool's own manager thread, Dask's), and a forked child inherits their locks in w
 they were (Python 3.12 warns, 3.14 made forkserver the POSIX default for this reason). The
 forkserver imports the heavy modules once (:func:`_preload_modules`: numpy, scipy.special,
 numba, the engine and every scheme plugin) and forks each worker from that warm image, so a
-worker's own start-up is loading the model's compiled kernels from numba's on-disk cache.
+worker's own start-up is loading the model's compiled kernels from numba's on-disk cache; its
+malloc settings (:data:`WORKER_MALLOC`) let workers reuse freed chunk memory.
 """
 
 from __future__ import annotations
