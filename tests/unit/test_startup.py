@@ -142,15 +142,27 @@ class _MallocSetting:
         return os.environ.get("MALLOC_MMAP_THRESHOLD_"), os.environ.get("MALLOC_TRIM_THRESHOLD_")
 
 
-def test_pool_workers_keep_freed_chunk_memory_the_parent_environment_unchanged() -> None:
-    from minsep.framework.montecarlo.executors import WORKER_MALLOC
-
-    before = dict(os.environ)
+def test_pool_workers_get_the_malloc_settings() -> None:
     executor = ProcessExecutor(max_workers=1, start_method="forkserver")
     [setting] = list(executor.map(_MallocSetting(), [0]))
-    expected = tuple(
-        before.get(k, WORKER_MALLOC[k])
-        for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+    assert None not in setting  # ours, or the user's where the forkserver started with them
+
+
+def test_the_forkserver_alone_gets_the_malloc_settings_and_user_values_win(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import multiprocessing.forkserver
+
+    from minsep.framework.montecarlo import executors
+
+    seen: dict[str, str] = {}
+    monkeypatch.setattr(
+        multiprocessing.forkserver, "ensure_running", lambda: seen.update(os.environ)
     )
-    assert setting == expected
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    before = dict(os.environ)
+    executors._start_forkserver()
+    assert seen["MALLOC_MMAP_THRESHOLD_"] == executors.WORKER_MALLOC["MALLOC_MMAP_THRESHOLD_"]
+    assert seen["MALLOC_TRIM_THRESHOLD_"] == "12345"
     assert dict(os.environ) == before
