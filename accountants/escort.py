@@ -25,10 +25,8 @@ import math
 
 import attrs
 import numpy as np
-from scipy.special import logsumexp
 
 from minsep.accountants import rdp_moments as moments
-from minsep.accountants.escort_kernels import NUMBA_AVAILABLE, backward_block
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
@@ -89,6 +87,9 @@ def sample_escort_counts(
         raise ConfigurationError(
             f"{owner}.kernels = {kernels!r} is invalid: must be 'auto', 'numba' or 'array'"
         )
+    # lazy: the compiled kernels import numba (~0.4 s), which `minsep --help` does not need
+    from minsep.accountants.escort_kernels import NUMBA_AVAILABLE
+
     compiled = NUMBA_AVAILABLE and kernels != "array"
     return _forward_filter_backward_sample(
         chain, products, float(sigma), lam, n_samples, rng, int(block), compiled
@@ -104,6 +105,8 @@ def _memoryless(
     rng: np.random.Generator,
 ) -> EscortDraw:
     """b = 1: the steps are independent; each draws its count from the normalised weights."""
+    from scipy.special import logsumexp  # lazy: scipy.special costs ~0.15 s to import
+
     log_w = moments.memoryless_log_weights(chain, products, sigma, lam)
     log_norm = float(logsumexp(log_w))
     law = np.exp(log_w - log_norm)
@@ -166,6 +169,8 @@ def _forward_filter_backward_sample(
                 mass = 1.0
         last = min(first + block, n) - 1
         if compiled:
+            from minsep.accountants.escort_kernels import backward_block
+
             # the same subsets, weights and uniforms as the array code below, per draw
             exponents = np.stack(
                 [

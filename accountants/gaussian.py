@@ -29,9 +29,7 @@ import warnings
 from typing import Any
 
 import attrs
-import dp_accounting
 import numpy as np
-from scipy import integrate, special
 
 from minsep.framework.errors import CalibrationError
 from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
@@ -90,6 +88,8 @@ def _log_ndtr_difference(a: float, b: float, width: float) -> float:
     ratio is not close to 1; by Gauss-Legendre quadrature of the normal density over the short
     interval otherwise; from ``erf`` when the interval contains 0 (no cancellation then).
     """
+    from scipy import special  # lazy: scipy.special costs ~0.15 s to import
+
     if b >= 0.0:
         a, b = -b, -a
     if a > 0.0:
@@ -110,6 +110,8 @@ def _log_ndtr_difference(a: float, b: float, width: float) -> float:
 
 def _log_tail_ratio(v: float, v0: float) -> float:
     """``log(Phi(-v) / Phi(-v0))`` for ``v >= v0``, through ``erfcx`` where the tails are thin."""
+    from scipy import special  # lazy: scipy.special costs ~0.15 s to import
+
     if v0 <= 0.0:
         return float(special.log_ndtr(-v)) - float(special.log_ndtr(-v0))
     return (
@@ -128,6 +130,8 @@ def _log_delta_by_quadrature(s: float, epsilon: float) -> float:
     g(v0)) dx``, ``g(v) = log Phi(-v) - w v``: an integrand in (0, 1] that decays at least like
     ``e^{-x}``. Used where the closed form cancels; rounded up by a relative ``_QUAD_MARGIN``.
     """
+    from scipy import special  # lazy: scipy.special costs ~0.15 s to import
+
     w = 1.0 / s
     v0 = epsilon * s - 0.5 * w
     tail = float(special.log_ndtr(-v0))
@@ -139,6 +143,8 @@ def _log_delta_by_quadrature(s: float, epsilon: float) -> float:
     def integrand(x: float) -> float:
         v = v0 + x / k
         return math.exp(_log_tail_ratio(v, v0) - w * (v - v0))
+
+    from scipy import integrate  # lazy: scipy.integrate imports scipy.optimize (~0.5 s)
 
     # The integrand is <= e^{-x} (h increases), so the part beyond x = 60 is < e^{-60}.
     with warnings.catch_warnings():
@@ -157,6 +163,8 @@ def log_gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
     the cancellation-free integral of :func:`_log_delta_by_quadrature` is used instead.
     ``-inf`` only when ``epsilon`` is infinite or delta is below every float.
     """
+    from scipy import special  # lazy: scipy.special costs ~0.15 s to import
+
     s = float(noise_multiplier)
     epsilon = float(epsilon)
     if math.isinf(epsilon):
@@ -252,6 +260,9 @@ def smallest_epsilon(noise_multiplier: float, delta: float) -> float:
         return 0.0
     if not ok(sys.float_info.max):
         return math.inf  # no finite epsilon holds: sigma is too small to give any guarantee
+    # lazy: dp_accounting imports scipy.stats (about a second)
+    import dp_accounting
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)

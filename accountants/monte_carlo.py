@@ -66,6 +66,7 @@ from minsep.framework.montecarlo.planning import (
 from minsep.framework.montecarlo.planning import logger as plan_log
 from minsep.framework.montecarlo.proposals import PROPOSAL_KINDS, ProposalInfo
 from minsep.framework.montecarlo.sampling import MAX_SAMPLES
+from minsep.framework.montecarlo.warmup import start_workers
 from minsep.framework.registries import accountants
 from minsep.framework.results import (
     CalibrationResult,
@@ -73,11 +74,19 @@ from minsep.framework.results import (
     DeltaResult,
     EpsilonResult,
 )
+from minsep.framework.workers import MAX_WORKERS, resolve_workers
 
 __all__ = ["MonteCarloAccountant"]
 
 #: Sigmas tried per coarse and fine walk of the calibration pilot (see locate_sigma).
 _FINE_STEPS = 8
+
+
+def _workers(value: Any) -> Any:
+    """Converter: ``"auto"`` to the cores free now; other strings are refused (naming the
+    field); numbers pass on to the validator."""
+    value = v.plain_number(value)
+    return resolve_workers(value, "MonteCarloAccountant") if isinstance(value, str) else value
 
 
 def _as_tuple(values: Any) -> tuple[Any, ...]:
@@ -157,7 +166,10 @@ class MonteCarloAccountant(Accountant):
             this; None: no limit. The plan and the estimate are logged (logger
             ``minsep.plan``, INFO) before every run either way.
         workers: worker processes (1 = in-process); with ``executor="dask"`` and no
-            ``scheduler``, the processes of an in-process Dask LocalCluster.
+            ``scheduler``, the processes of an in-process Dask LocalCluster. ``"auto"``: the
+            cores free at construction (:func:`minsep.framework.workers.resolve_workers`:
+            usable CPUs less the rounded load average, at least 1; logged on
+            ``minsep.plan``); the field then holds that number.
         executor: ``"local"``, ``"processes"`` or ``"dask"``; None picks ``"dask"`` when
             ``scheduler`` is set, else ``"local"`` for 1 worker and ``"processes"`` otherwise.
         scheduler: address of a running Dask scheduler (``"tcp://host:8786"``) or its
@@ -200,7 +212,7 @@ class MonteCarloAccountant(Accountant):
         default=None, converter=v.plain_number, validator=v.optional(v.integer(low=1, high=1 << 24))
     )
     workers: int = attrs.field(
-        default=1, converter=v.plain_number, validator=v.integer(low=1, high=1024)
+        default=1, converter=_workers, validator=v.integer(low=1, high=MAX_WORKERS)
     )
     executor: str | None = attrs.field(
         default=None, validator=v.optional(v.one_of(*EXECUTOR_KINDS))
@@ -328,6 +340,11 @@ class MonteCarloAccountant(Accountant):
 
     def _executor(self) -> Executor:
         return get_executor(self.workers, self.executor, self.scheduler)
+
+    def _start_workers(self, model: PrivacyLossModel, sigma: float) -> None:
+        """Start a process pool's workers now, warming up on ``model``, so that their
+        start-up overlaps the planning and the rate probe (a no-op for other executors)."""
+        start_workers(model, self._executor(), get_backend(self.backend).spec, sigma)
 
     def _checkpoint(self) -> Checkpoint | None:
         if self.checkpoint is None:
@@ -519,6 +536,7 @@ class MonteCarloAccountant(Accountant):
         proposal, why = self._proposal(model, sigma, delta, 0.0)
         if proposal is None:  # m large enough?
             base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
+        self._start_workers(model, float(sigma))
         self._announce(model, "epsilon", float(sigma))
         cert = certify_epsilon(
             model,
@@ -553,6 +571,7 @@ class MonteCarloAccountant(Accountant):
         model = self._model(question.scheme, question.strategy)
         seed = self._seed()
         proposal, why = self._proposal(model, sigma, None, float(epsilon))
+        self._start_workers(model, float(sigma))
         self._announce(model, "delta", float(sigma))
         cert = certify_delta(
             model,
@@ -595,6 +614,7 @@ class MonteCarloAccountant(Accountant):
         seed = self._seed()
         config = self._config(model)
         proposal, why = self._proposal(model, None, delta, float(epsilon))
+        self._start_workers(model, 1.0)
         self._announce(model, "calibrate", 1.0)
         if proposal is None:
             delta_b = base_delta(self.samples, delta)
@@ -713,6 +733,7 @@ class MonteCarloAccountant(Accountant):
         failure_probability: float,
     ) -> CertifiedCurve:
         model = self._model(question.scheme, question.strategy)
+        self._start_workers(model, float(question.sigma))
         self._announce(model, "curve", question.sigma)
         return certified_curve(
             model,

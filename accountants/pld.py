@@ -23,8 +23,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from dp_accounting import NeighboringRelation
-from dp_accounting.pld import pld_privacy_accountant
 
 from minsep.accountants.pld_cost import PLDCost, estimate_cost
 from minsep.framework.errors import (
@@ -45,6 +43,7 @@ from minsep.framework.validation import check_range, number
 
 if TYPE_CHECKING:
     from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
 
 __all__ = [
     "PLDAccountant",
@@ -54,8 +53,18 @@ __all__ = [
     "conservative_sigma",
 ]
 
-#: Zero-out adjacency of docs/math.md §1 for Poisson-type events, both directions.
-NEIGHBOURING = NeighboringRelation.ADD_OR_REMOVE_ONE
+
+def __getattr__(name: str) -> Any:
+    """``NEIGHBOURING``: dp_accounting's ``ADD_OR_REMOVE_ONE``, the zero-out adjacency of
+    docs/math.md §1 for Poisson-type events, both directions (resolved on first use, so that
+    importing the accountants does not import dp_accounting)."""
+    if name == "NEIGHBOURING":
+        # lazy: dp_accounting imports scipy.stats (about a second)
+        from dp_accounting import NeighboringRelation
+
+        return NeighboringRelation.ADD_OR_REMOVE_ONE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Default PLD grid step. At the demo's questions (n = 1024, p0 = 1/256, delta = 1e-3,
 #: epsilon ~ 2; DP-SGD and cyclic Poisson with 4-16 bands) it is within 0.005 % of the
@@ -388,8 +397,12 @@ class PLDAccountant(Accountant):
     # --- dp_accounting -------------------------------------------------------------------
 
     def _new(self) -> pld_privacy_accountant.PLDAccountant:
+        # lazy: dp_accounting imports scipy.stats (about a second)
+        from dp_accounting import NeighboringRelation
+        from dp_accounting.pld import pld_privacy_accountant
+
         return pld_privacy_accountant.PLDAccountant(
-            neighboring_relation=NEIGHBOURING,
+            neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
             value_discretization_interval=self.value_discretization_interval,
         )
 

@@ -19,13 +19,15 @@ and time follow from the grid size with constants measured on dp_accounting's FF
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from dp_accounting import dp_event
-from scipy import stats
+
+if TYPE_CHECKING:
+    from dp_accounting import dp_event
 
 __all__ = ["BYTES_PER_POINT", "SECONDS_PER_POINT", "PLDCost", "estimate_cost"]
 
@@ -71,12 +73,14 @@ def _sampled_times(count: int, rate: float) -> float:
     """How many of ``count`` Poisson(rate) draws can sample the unit (to mass 1e-15)."""
     if rate >= 1.0:
         return float(count)
+    from scipy import stats  # lazy: scipy.stats costs ~0.7 s to import
+
     return float(min(count, stats.binom.isf(_TAIL_MASS, count, rate) + 1.0))
 
 
 def _span(event: Any, count: int) -> float | None:
     """The loss span of ``count`` compositions of ``event`` (None when unknown)."""
-    rule = _RULES.get(type(event))
+    rule = _rules().get(type(event))
     return None if rule is None else rule(event, count)
 
 
@@ -85,8 +89,10 @@ def _gaussian(event: Any, count: int) -> float:
 
 
 def _poisson(event: Any, count: int) -> float | None:
+    from dp_accounting import dp_event as events
+
     inner = event.event
-    if not isinstance(inner, dp_event.GaussianDpEvent):
+    if not isinstance(inner, events.GaussianDpEvent):
         inner_span = _span(inner, 1)
         return None if inner_span is None else count * inner_span
     rate = float(event.sampling_probability)
@@ -111,14 +117,20 @@ def _nothing(event: Any, count: int) -> float:
     return 0.0
 
 
-_RULES: dict[type, Callable[[Any, int], float | None]] = {
-    dp_event.GaussianDpEvent: _gaussian,
-    dp_event.PoissonSampledDpEvent: _poisson,
-    dp_event.TruncatedSubsampledGaussianDpEvent: _truncated,
-    dp_event.SelfComposedDpEvent: _self_composed,
-    dp_event.ComposedDpEvent: _composed,
-    dp_event.NoOpDpEvent: _nothing,
-}
+@functools.cache
+def _rules() -> dict[type, Callable[[Any, int], float | None]]:
+    """The span rule of each dp_accounting event type (built on first use: importing
+    dp_accounting costs about a second)."""
+    from dp_accounting import dp_event as events
+
+    return {
+        events.GaussianDpEvent: _gaussian,
+        events.PoissonSampledDpEvent: _poisson,
+        events.TruncatedSubsampledGaussianDpEvent: _truncated,
+        events.SelfComposedDpEvent: _self_composed,
+        events.ComposedDpEvent: _composed,
+        events.NoOpDpEvent: _nothing,
+    }
 
 
 def estimate_cost(event: dp_event.DpEvent, value_discretization_interval: float) -> PLDCost | None:

@@ -28,7 +28,6 @@ from typing import Any
 
 import attrs
 import numpy as np
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
 
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.pld import check_sigma, conservative_sigma
@@ -91,11 +90,17 @@ class RenyiBound:
 
     def remove_epsilon(self, delta: float) -> tuple[float, int]:
         """Optimal-conversion epsilon of the remove direction and the order attaining it."""
+        # lazy: dp_accounting imports scipy.stats (about a second)
+        from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
+
         eps, order = rdp_conversion.compute_epsilon(self.orders, self.rdp, delta)
         return max(float(eps), 0.0), int(order)
 
     def remove_delta(self, epsilon: float) -> tuple[float, int]:
         """Optimal-conversion delta of the remove direction and the order attaining it."""
+        # lazy: dp_accounting imports scipy.stats (about a second)
+        from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
+
         value, order = rdp_conversion.compute_delta(self.orders, self.rdp, epsilon)
         return min(max(float(value), 0.0), 1.0), int(order)
 

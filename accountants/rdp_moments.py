@@ -23,7 +23,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
@@ -193,6 +192,8 @@ def memoryless_log_weights(
     pairwise with ``G(0, t) = c_0^2``, so the weight is
     ``C(lam, m) p^m (1 - p)^(lam - m) exp(m (m - 1) c_0^2 / (2 sigma^2))`` at every step.
     """
+    from scipy.special import gammaln  # lazy: scipy.special costs ~0.15 s to import
+
     p = chain.probability
     m = np.arange(lam + 1, dtype=np.float64)
     log_binom = gammaln(lam + 1) - gammaln(m + 1) - gammaln(lam - m + 1)
@@ -208,6 +209,8 @@ def _log_moment_memoryless(
     chain: ParticipationChain, products: ColumnProducts, sigma: float, lam: int
 ) -> float:
     """``ln Z = n ln sum_m weight(m)`` (Mironov, Talwar & Zhang 2019, integer orders)."""
+    from scipy.special import logsumexp  # lazy: scipy.special costs ~0.15 s to import
+
     return float(chain.n_steps * logsumexp(memoryless_log_weights(chain, products, sigma, lam)))
 
 

@@ -51,6 +51,7 @@ import numpy as np
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import Direction, PrivacyLossModel, SamplingScheme
+from minsep.framework.workers import parse_workers, resolve_workers
 from minsep.schemes.kernels.jit import KERNEL_SETS, array_path_note
 from minsep.schemes.losses import BMinSepLossModel
 
@@ -497,7 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--repeats", type=int, default=None, help="repetitions (default 5; 2 quick)"
     )
-    parser.add_argument("--workers", type=int, default=2, help="process-pool size (1: no pool)")
+    parser.add_argument(
+        "--workers", type=parse_workers, default=2, help="process-pool size (1: no pool; auto)"
+    )
     parser.add_argument("--no-engine", action="store_true", help="skip the engine / pool figures")
     parser.add_argument("--backend", default="numpy", choices=("numpy", "cupy"))
     parser.add_argument("--sigma", type=float, default=1.0, help="noise multiplier")
@@ -532,7 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = args.models.split(",") if args.models else None
     model_rows = [measure_case(case, backend, repeats, args.sigma, only) for case in cases]
     engine_rows = []
-    workers = args.workers if backend.name == "numpy" else 1  # one GPU: no process pool
+    workers = resolve_workers(args.workers) if backend.name == "numpy" else 1  # one GPU: no pool
     if not args.no_engine:
         engine_rows = [
             measure_engine(case, args.backend, workers, repeats, args.sigma) for case in cases

@@ -29,6 +29,7 @@ import attrs
 
 from minsep.framework.cli.common import nonnegative_int, positive_int
 from minsep.framework.validation import Validator, fail
+from minsep.framework.workers import parse_workers, resolve_workers
 
 #: Significant digits of every float written to a CSV or markdown table.
 DIGITS = 6
@@ -254,7 +255,10 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_seed: int) -> 
         help=f"root seed of the Monte Carlo streams (default {default_seed})",
     )
     parser.add_argument(
-        "--workers", type=positive_int, default=1, help="Monte Carlo worker processes (default 1)"
+        "--workers",
+        type=parse_workers,
+        default=1,
+        help="Monte Carlo worker processes, or auto (the CPUs free now; default 1)",
     )
     parser.add_argument(
         "--backend",
@@ -281,7 +285,7 @@ def engine_options(args: argparse.Namespace) -> EngineOptions:
     progress = sys.stderr.isatty() if args.progress is None else bool(args.progress)
     return EngineOptions(
         seed=args.seed,
-        workers=args.workers,
+        workers=resolve_workers(args.workers, "paper", "--workers"),
         backend=args.backend,
         scheduler=args.scheduler,
         progress=progress,

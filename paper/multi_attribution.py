@@ -37,17 +37,14 @@ import argparse
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-from dp_accounting import dp_event
-from dp_accounting.pld import pld_privacy_accountant
-from scipy import stats
 
 from minsep.accountants.gaussian import GaussianAccountant
 from minsep.accountants.monte_carlo import MonteCarloAccountant
-from minsep.accountants.pld import NEIGHBOURING, conservative_sigma
+from minsep.accountants.pld import conservative_sigma
 from minsep.framework.errors import CalibrationError, InfeasibleError
 from minsep.framework.montecarlo import min_samples
 from minsep.framework.validation import (
@@ -80,6 +77,9 @@ from minsep.paper.common import (
 )
 from minsep.schemes import AttributionGraph, BMinSep, MultiAttribution
 from minsep.strategies import BandedToeplitz, Identity
+
+if TYPE_CHECKING:
+    from dp_accounting import dp_event
 
 NAME = "multi_attribution"
 DEFAULT_SEED = 73
@@ -250,9 +250,14 @@ QUICK = MASettings(
 
 def dp_sgd_event(sigma: float, rate: float, k_u: int, n_steps: int) -> dp_event.DpEvent:
     """n-fold composition of sum_j Binom(k_u, p0)(j) N(j, sigma^2) vs N(0, sigma^2)."""
+    # lazy: dp_accounting and scipy.stats cost about a second to import, and the CLI imports
+    # this module to build `minsep paper --help`
+    from dp_accounting import dp_event as events
+    from scipy import stats
+
     weights = stats.binom.pmf(np.arange(k_u + 1), k_u, rate)
-    return dp_event.SelfComposedDpEvent(
-        dp_event.MixtureOfGaussiansDpEvent(
+    return events.SelfComposedDpEvent(
+        events.MixtureOfGaussiansDpEvent(
             sigma, [float(j) for j in range(k_u + 1)], [float(w) for w in weights]
         ),
         n_steps,
@@ -264,8 +269,12 @@ def dp_sgd_epsilon(
 ) -> float:
     """User-level epsilon(delta) of DP-SGD by PLD (add-or-remove, pessimistic rounding on a
     grid of ``interval``)."""
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import pld_privacy_accountant
+
     accountant = pld_privacy_accountant.PLDAccountant(
-        neighboring_relation=NEIGHBOURING, value_discretization_interval=interval
+        neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
+        value_discretization_interval=interval,
     )
     accountant.compose(dp_sgd_event(sigma, rate, k_u, n_steps))
     return max(float(accountant.get_epsilon(delta)), 0.0)

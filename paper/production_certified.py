@@ -42,6 +42,7 @@ from minsep.framework.montecarlo import (
     sample,
 )
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
+from minsep.framework.workers import parse_workers, resolve_workers
 from minsep.paper.common import markdown_table, read_csv, write_metadata, write_text
 from minsep.paper.production import PAPER_SIGMA_B_MIN_SEP
 from minsep.schemes import BMinSep
@@ -295,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paper.production_certified", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples (a smoke run)")
     parser.add_argument("--part", choices=["all", "certify", "cost"], default="all")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--workers", type=parse_workers, default=2, help="worker processes, or auto (default 2)"
+    )
     parser.add_argument("--output-dir", type=Path, default=OUTPUTS)
     args = parser.parse_args(argv)
     samples, pilot = (20_000, 2_000) if args.quick else (100_000, 4_000)
@@ -303,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = "quick" if args.quick else "full"
     if args.part in ("all", "certify"):
         start = time.perf_counter()
-        part4 = certify_b_min_sep(samples, pilot, args.workers)
+        part4 = certify_b_min_sep(samples, pilot, resolve_workers(args.workers))
         print(f"part 4: sigma {part4['result']['sigma']:.6g} in {part4['wall_s']:.0f} s")
         write_metadata(
             args.output_dir / f"{NAME}_certify.json",

@@ -28,8 +28,6 @@ import functools
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.signal import correlate, lfilter
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.validation import check_range
@@ -76,6 +74,8 @@ def objective_and_gradient(
     c = as_coefficients(coefficients, owner="objective", allow_negative=True)
     n = check_steps("objective", n_steps)
     check_objective("objective", objective)
+    from scipy.signal import correlate, lfilter  # lazy: scipy.signal imports scipy.stats (~1 s)
+
     weights = _row_weights(n, objective)
     k = c.size
     failed = (float("inf"), np.zeros(k))
@@ -124,6 +124,8 @@ def _minimise(n: int, k: int, objective: str) -> tuple[float, ...]:
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         value, gradient = objective_and_gradient(np.concatenate(([1.0], x)), n, objective)
         return value, gradient[1:]
+
+    from scipy.optimize import minimize  # lazy: ~0.3 s to import
 
     result = minimize(
         fun,

@@ -19,8 +19,6 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
-from scipy.linalg import toeplitz
-from scipy.signal import lfilter
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.validation import MAX_STEPS, check_range
@@ -75,6 +73,8 @@ def inverse_coefficients(coefficients: Iterable[float] | np.ndarray, n_steps: in
     """
     c = as_coefficients(coefficients, owner="inverse_coefficients", allow_negative=True)
     n = check_steps("inverse_coefficients", n_steps)
+    from scipy.signal import lfilter  # lazy: scipy.signal imports scipy.stats (~1 s)
+
     impulse = np.zeros(n)
     impulse[0] = 1.0
     return np.asarray(lfilter([1.0], c, impulse), dtype=np.float64)
@@ -101,6 +101,8 @@ def toeplitz_matrix(coefficients: Iterable[float] | np.ndarray, n_steps: int) ->
     """The dense n x n banded lower-triangular Toeplitz ``C`` (O(n^2) memory: small n only)."""
     c = as_coefficients(coefficients, owner="toeplitz_matrix", allow_negative=True)
     n = check_steps("toeplitz_matrix", n_steps)
+    from scipy.linalg import toeplitz  # lazy, like lfilter above
+
     column = np.zeros(n)
     m = min(n, c.size)
     column[:m] = c[:m]

@@ -29,8 +29,9 @@ from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.parameters import CLI_KINDS, Parameter
-from minsep.framework.registries import schemes
+from minsep.framework.registries import accountants, schemes
 from minsep.framework.results import DeltaResult, EpsilonResult, Result
+from minsep.framework.workers import AUTO, parse_workers
 
 #: A result type of a question (EpsilonResult, DeltaResult, CalibrationResult).
 R = TypeVar("R", bound=Result)
@@ -255,7 +256,12 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         type=nonnegative_int,
         help="seed of the sampling streams (default: fresh entropy, reported in the result)",
     )
-    mc.add_argument("--workers", type=positive_int, help="worker processes")
+    mc.add_argument(
+        "--workers",
+        type=parse_workers,
+        help="worker processes, or auto (default for Monte Carlo: the CPUs free now, i.e. "
+        "usable CPUs less the rounded load average; results do not depend on it)",
+    )
     mc.add_argument(
         "--executor",
         choices=list(EXECUTOR_CHOICES),
@@ -490,7 +496,22 @@ def build_accountant(
     chosen = name if name is not None else getattr(args, "accountant", None)
     if chosen is None:
         chosen = "monte_carlo"  # an empty --accountant "" is looked up (and refused), not replaced
-    return setup.build_accountant(chosen, given_accountant_options(args), strict=strict)
+    options = given_accountant_options(args)
+    if chosen in accountants.names():
+        options = default_workers(options, accountants.get(chosen))
+    return setup.build_accountant(chosen, options, strict=strict)
+
+
+def default_workers(options: dict[str, Any], cls: type[Accountant]) -> dict[str, Any]:
+    """``options`` with ``workers = "auto"`` added when ``cls`` takes workers and the user set
+    none of ``--workers``, ``--scheduler`` (a remote cluster sizes itself) or ``--executor
+    local`` (one process by definition). See :mod:`minsep.framework.workers` for why the CLI
+    defaults to auto while the API defaults to 1."""
+    if "workers" in options or "scheduler" in options or options.get("executor") == "local":
+        return options
+    if "workers" not in setup.accountant_fields(cls):
+        return options
+    return {**options, "workers": AUTO}
 
 
 def print_json(result: Result) -> None:
@@ -548,8 +569,8 @@ def answer(
     says the answer is not certified."""
     scheme = build_scheme(args)
     strategy = build_strategy(args)
+    show_plans()  # before the accountant: it logs the choice of --workers auto
     accountant = build_accountant(args)
-    show_plans()
     result = ask(accountant, scheme, strategy)
     if args.json:
         print_json(result)

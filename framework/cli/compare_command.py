@@ -25,6 +25,7 @@ from minsep.framework.compare import (
 )
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.validation import check_range
+from minsep.framework.workers import AUTO, parse_workers
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -98,7 +99,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     mc.add_argument("--seed", type=int, help="seed of the Monte Carlo sampling streams")
     mc.add_argument("--backend", help="array backend of the Monte Carlo accountant")
-    mc.add_argument("--workers", type=positive_int, help="Monte Carlo worker processes")
+    mc.add_argument(
+        "--workers",
+        type=parse_workers,
+        help="Monte Carlo worker processes, or auto (default: the CPUs free now)",
+    )
     add_pld_arguments(parser)
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
@@ -140,6 +145,7 @@ def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
     ):
         if getattr(args, flag, None) is not None:
             options[field] = getattr(args, flag)
+    options.setdefault("workers", AUTO)  # accountants without workers drop it (not strict)
     options["progress"] = False  # one bar: the table's
     epsilon = args.epsilon
     if epsilon is None and args.sigma is None:

@@ -163,8 +163,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
+    common.show_plans()  # before the accountant: it logs the choice of --workers auto
     accountant = common.build_accountant(args)
-    common.show_plans()
     epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid
     beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
     result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)

@@ -8,6 +8,7 @@ Modules, each with one job:
   exact sums of X and X^2 at the epsilons under verification.
 * :mod:`.executors` — the :class:`Executor` protocol, ``LocalExecutor``, ``ProcessExecutor``.
 * :mod:`.dask_executor` — ``DaskExecutor`` (a Dask cluster; imports dask lazily).
+* :mod:`.warmup` — start a process pool's workers early and warm (``start_workers``).
 * :mod:`.checkpoint` — ``Checkpoint``: save the merged tally, resume after a crash.
 * :mod:`.sampling` — chunked sampling with per-chunk seeds (``SeedSequence(seed,
   spawn_key=(stream, chunk, direction))``), common random numbers across sigma.

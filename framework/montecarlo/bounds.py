@@ -26,7 +26,6 @@ import math
 import sys
 
 import numpy as np
-from scipy import optimize, special
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.validation import check_range
@@ -73,6 +72,8 @@ def kl_bernoulli(a: float, b: float) -> float:
     ``a ln(a/b) + (1-a) ln((1-a)/(1-b))`` with ``0 ln 0 = 0``; ``+inf`` when ``b`` is 0 or 1
     and ``a`` differs.
     """
+    from scipy import special  # lazy: scipy.special costs ~0.15 s to import
+
     if not (0.0 <= a <= 1.0 and 0.0 <= b <= 1.0):
         raise ConfigurationError(f"kl_bernoulli(a={a!r}, b={b!r}) is invalid: need a, b in [0, 1]")
     if a == b:
@@ -111,6 +112,8 @@ def _best_tau(m: int, delta_b: float, candidates: int) -> tuple[float, float]:
     lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, _GRID - 1)])
     best_u, best = float(grid[i]), values[i]
     if hi > lo:
+        from scipy import optimize  # lazy: scipy.optimize costs ~0.3 s to import
+
         res = optimize.minimize_scalar(
             _objective,
             bounds=(lo, hi),
@@ -242,6 +245,8 @@ def kl_upper_confidence(mean: float, m: int, log_inverse_failure: float) -> floa
     hi = 1.0 - 1e-300
     if gap(hi) <= 0.0:
         return 1.0
+    from scipy import optimize  # lazy: scipy.optimize costs ~0.3 s to import
+
     root = optimize.brentq(gap, mean, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps)
     # brentq's root lies within its tolerance of the true one: step up to stay conservative.
     return min(float(root) * (1.0 + 1e-12) + 1e-300, 1.0)

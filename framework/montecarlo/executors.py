@@ -9,6 +9,20 @@ Plugging in another executor means implementing ``map`` with that contract (as
 :class:`~minsep.framework.montecarlo.dask_executor.DaskExecutor` does for Dask); the task objects
 are plain attrs instances (model, sigmas, directions, chunk size, seed, backend name) and
 pickle.
+
+An executor may also offer ``prepare(warm_up)``: start its workers now and have each run the
+picklable ``warm_up()`` once (import the model's modules, load its compiled kernels), without
+waiting. The engine calls it through :func:`prepare_executor` at the start of a question, so
+that worker start-up overlaps the parent's own set-up (building the model, planning, probing).
+
+Start method. :class:`ProcessExecutor` uses ``forkserver`` on POSIX (``spawn`` elsewhere), not
+``fork``: the parent holds threads by the time it samples (the BLAS pool, tqdm's monitor, the
+pool's own manager thread, Dask's), and a forked child inherits their locks in whatever state
+they were (Python 3.12 warns, 3.14 made forkserver the POSIX default for this reason). The
+forkserver imports the heavy modules once (:func:`_preload_modules`: numpy, scipy.special,
+numba, the engine and every scheme plugin) and forks each worker from that warm image, so a
+worker's own start-up is loading the model's compiled kernels from numba's on-disk cache; its
+malloc settings (:data:`WORKER_MALLOC`) let workers reuse freed chunk memory.
 """
 
 from __future__ import annotations
@@ -32,10 +46,12 @@ from minsep.framework.errors import ConfigurationError
 
 __all__ = [
     "EXECUTOR_KINDS",
+    "WORKER_MALLOC",
     "Executor",
     "LocalExecutor",
     "ProcessExecutor",
     "get_executor",
+    "prepare_executor",
     "shutdown_pools",
 ]
 
@@ -83,16 +99,30 @@ def _default_start_method() -> str:
     return "forkserver" if "forkserver" in methods else "spawn"
 
 
+#: glibc malloc settings of the forkserver, hence of every worker forked from it: keep freed
+#: blocks in the heap (no mmap for large arrays, no trimming) so that the next chunk reuses the
+#: previous chunk's pages instead of faulting in freshly zeroed ones; that kernel work was a
+#: quarter of a worker's CPU time with the default chunks (tens of MiB per array). A worker's
+#: heap then stays at its largest chunk, which the memory budget bounds. Variables the user
+#: set win; other C libraries ignore them.
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 32), "MALLOC_TRIM_THRESHOLD_": str(1 << 32)}
+
 _POOLS: dict[tuple[int, str], concurrent.futures.ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 #: Modules the forkserver imports once, so that workers start without re-importing them.
-_PRELOAD = ["numpy", "scipy.special", "minsep.framework.montecarlo"]
+_PRELOAD = ["numpy", "scipy.special", "scipy.fft", "minsep.framework.montecarlo"]
 
 
 def _preload_modules() -> list[str]:
-    """The fixed preloads plus every registered scheme plugin's module (where the loss-model
-    kernels live), found through the entry points so the framework names no project package."""
+    """The fixed preloads, numba when the host kernels use it (importing it is most of a
+    worker's start-up otherwise), and every registered scheme plugin's module (where the
+    loss models live), found through the entry points so the framework names no project
+    package."""
+    from minsep.framework.backend import numba_unavailable_reason
+
     modules = list(_PRELOAD)
+    if numba_unavailable_reason() is None:
+        modules.append("numba")
     for ep in importlib.metadata.entry_points(group="minsep.schemes"):
         if ep.module not in modules:
             modules.append(ep.module)
@@ -106,6 +136,20 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _start_forkserver() -> None:
+    """Start the forkserver (if not yet running) with :data:`WORKER_MALLOC` in its
+    environment; this process's own environment is left as it was."""
+    from multiprocessing import forkserver
+
+    added = {k: v for k, v in WORKER_MALLOC.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        forkserver.ensure_running()
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
 def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
     """A process pool shared by every executor of the same size and start method."""
     with _POOLS_LOCK:
@@ -114,11 +158,21 @@ def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
             context = multiprocessing.get_context(method)
             if method == "forkserver":
                 context.set_forkserver_preload(_preload_modules())
+                _start_forkserver()
             pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=workers, mp_context=context, initializer=_ignore_interrupts
             )
             _POOLS[(workers, method)] = pool
         return pool
+
+
+def prepare_executor(executor: Executor, warm_up: Callable[[], object]) -> None:
+    """Have ``executor`` start its workers now and run ``warm_up()`` once in each, without
+    waiting, when it offers ``prepare`` (a process pool does); otherwise nothing. Results and
+    errors of the warm-up are dropped: a real chunk that fails the same way reports it."""
+    prepare = getattr(executor, "prepare", None)
+    if callable(prepare):
+        prepare(warm_up)
 
 
 def shutdown_pools() -> None:
@@ -155,6 +209,17 @@ class ProcessExecutor:
     def workers(self) -> int:
         """``max_workers``."""
         return self.max_workers
+
+    def prepare(self, warm_up: Callable[[], object]) -> None:
+        """Start the pool (if not yet running) and queue ``warm_up`` once per worker; returns
+        at once. A pool that already ran a chunk is warm and gets nothing."""
+        method = self.start_method or _default_start_method()
+        with _POOLS_LOCK:
+            fresh = (self.max_workers, method) not in _POOLS
+        if fresh:
+            pool = _pool(self.max_workers, method)
+            for _ in range(self.max_workers):
+                pool.submit(warm_up)
 
     def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
         """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order."""

@@ -17,7 +17,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from minsep.framework.backend import Backend, RandomSource
 
@@ -154,6 +153,8 @@ def steps_to_pattern(steps: Any, n_steps: int, xp: Any) -> Any:
 def binomial_thresholds(trials: int, p: float) -> np.ndarray:
     """``F(m) = Pr[Binomial(trials, p) <= m]`` for m = 0..trials-1 (inverse-CDF thresholds;
     cached, read-only)."""
+    from scipy import stats  # lazy: scipy.stats costs ~0.7 s to import
+
     thresholds = np.asarray(stats.binom.cdf(np.arange(trials), trials, p), dtype=np.float64)
     thresholds.setflags(write=False)
     return thresholds

@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from scipy import special, stats
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource, default_kernels
@@ -51,7 +50,11 @@ def binomial_log_weights(trials: int, p: float) -> list[float]:
     (log-gamma form, float64 rounding; exact big-integer coefficients would cost O(k_u^2)).
     Cached (it is needed for every sigma of every chunk); callers must not mutate the list.
     """
+    from scipy import special  # lazy: scipy.special costs ~0.15 s to import
+
     if trials > EXACT_TRIALS:
+        from scipy import stats  # lazy: scipy.stats costs ~0.7 s to import
+
         with np.errstate(divide="ignore"):
             logpmf = stats.binom.logpmf(np.arange(trials + 1), trials, p)
         return [float(w) for w in logpmf]

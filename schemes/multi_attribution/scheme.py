@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 
 import attrs
 import numpy as np
-from scipy.optimize import brentq
 
 from minsep.framework.errors import ConfigurationError, InfeasibleError
 from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strategy
@@ -405,6 +404,8 @@ def _solve_increasing(
     if iterations is None:
         if values[top] == scheme.rate:
             return high
+        from scipy.optimize import brentq  # lazy: ~0.3 s to import
+
         return float(brentq(lambda p: rate_at(p) - scheme.rate, 0.0, high, xtol=1e-15))
     low = 0.0
     for _ in range(iterations):

@@ -1,0 +1,124 @@
+"""``--workers auto`` / ``workers="auto"``: parsing, the choice under a mocked load, plumbing."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+import pytest
+
+from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.framework import setup, workers
+from minsep.framework.cli import common
+from minsep.framework.cli.compare_command import setup_from_args
+from minsep.framework.cli.main import build_parser
+from minsep.framework.errors import ConfigurationError
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """A machine of 4 usable CPUs whose 1-minute load the test sets in ``state["load"]``."""
+    state = {"load": 0.0}
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(os, "getloadavg", lambda: (state["load"], 0.0, 0.0))
+    return state
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "expected"),
+    [(4, 0.0, 4), (4, 0.4, 4), (4, 0.6, 3), (4, 1.6, 2), (4, 3.9, 1), (4, 12.0, 1), (1, 0.0, 1)],
+)
+def test_choose_workers_is_usable_cpus_less_the_rounded_load(
+    cpus: int, load: float, expected: int
+) -> None:
+    assert workers.choose_workers(cpus, load) == expected
+
+
+def test_choose_workers_reads_the_load_average(machine: dict[str, float]) -> None:
+    machine["load"] = 2.2
+    assert workers.choose_workers() == 2
+    machine["load"] = 0.1
+    assert workers.choose_workers() == 4
+
+
+def test_usable_cpus_follows_the_affinity_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "process_cpu_count", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    assert workers.usable_cpus() == 3
+
+
+@pytest.mark.parametrize(("text", "expected"), [("auto", "auto"), (" AUTO ", "auto"), ("3", 3)])
+def test_parse_workers_accepts(text: str, expected: int | str) -> None:
+    assert workers.parse_workers(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "two", "", "2.5", "100000"])
+def test_parse_workers_refuses_naming_the_range(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"\[1, 1024\] or 'auto'"):
+        workers.parse_workers(text)
+
+
+def test_resolve_workers_logs_the_choice(
+    machine: dict[str, float], caplog: pytest.LogCaptureFixture
+) -> None:
+    machine["load"] = 1.2
+    with caplog.at_level(logging.INFO, logger="minsep.plan"):
+        assert workers.resolve_workers("auto") == 3
+    assert "workers auto = 3 (4 usable CPUs, load average 1.20)" in caplog.text
+    assert workers.resolve_workers(7) == 7
+
+
+@pytest.mark.parametrize("value", ["7", "many", 0, 2000, True, 2.0, None])
+def test_resolve_workers_refuses(value: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"Owner\.workers = .* is invalid") as info:
+        workers.resolve_workers(value, "Owner")
+    assert info.value.parameter == "workers"
+
+
+def test_monte_carlo_accountant_takes_auto(machine: dict[str, float]) -> None:
+    machine["load"] = 1.0
+    accountant = MonteCarloAccountant(workers="auto")
+    assert accountant.workers == 3 and isinstance(accountant.workers, int)
+    assert MonteCarloAccountant().workers == 1  # the API default stays explicit
+    with pytest.raises(ConfigurationError, match=r"MonteCarloAccountant\.workers"):
+        MonteCarloAccountant(workers="three")
+
+
+def _epsilon_args(*extra: str) -> argparse.Namespace:
+    argv = ["epsilon", "--scheme", "poisson", "--steps", "10", "--rate", "0.1", "--sigma", "1"]
+    return build_parser().parse_args([*argv, *extra])
+
+
+def test_cli_defaults_to_auto_for_monte_carlo(machine: dict[str, float]) -> None:
+    machine["load"] = 0.0
+    assert common.build_accountant(_epsilon_args()).workers == 4  # type: ignore[attr-defined]
+    assert common.build_accountant(_epsilon_args("--workers", "2")).workers == 2  # type: ignore[attr-defined]
+    local = common.build_accountant(_epsilon_args("--executor", "local"))
+    assert local.workers == 1  # type: ignore[attr-defined]
+    machine["load"] = 0.4
+    auto = common.build_accountant(_epsilon_args("--workers", "auto"))
+    assert auto.workers == 4  # type: ignore[attr-defined]
+
+
+def test_cli_auto_default_is_not_forced_on_other_accountants() -> None:
+    accountant = common.build_accountant(_epsilon_args("--accountant", "pld"))
+    assert accountant.registry_name == "pld"
+    with pytest.raises(ConfigurationError, match="--workers"):
+        common.build_accountant(_epsilon_args("--accountant", "pld", "--workers", "auto"))
+
+
+def test_default_workers_leaves_explicit_choices_alone() -> None:
+    cls = setup.accountants.get("monte_carlo")
+    assert common.default_workers({}, cls) == {"workers": "auto"}
+    for given in ({"workers": 3}, {"executor": "local"}, {"scheduler": "tcp://h:1"}):
+        assert common.default_workers(given, cls) == given
+    assert common.default_workers({}, setup.accountants.get("pld")) == {}
+
+
+def test_compare_defaults_to_auto_and_takes_it() -> None:
+    parser = build_parser()
+    default = setup_from_args(parser.parse_args(["compare", "--steps", "16"]))
+    assert default.accountant_options["workers"] == "auto"
+    explicit = setup_from_args(parser.parse_args(["compare", "--steps", "16", "--workers", "2"]))
+    assert explicit.accountant_options["workers"] == 2
