@@ -33,6 +33,7 @@ argue away, so it is not done.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -70,19 +71,34 @@ def host_noise(
     n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: RandomSource
 ) -> np.ndarray:
     """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))`` (drawn blockwise, same
-    stream): float64 ``(n_samples, n_steps)``, in a reused array (:mod:`.buffers`).
+    stream): float64 ``(n_samples, n_steps)``, in a reused array (:mod:`.buffers`)."""
+    out = reusable((n_samples, n_steps))
+    for _ in noise_blocks(n_samples, n_steps, coefficients, rng, out=out):
+        pass
+    return out
 
-    The correlation method is :func:`~minsep.schemes.kernels.correlation.plan`'s (direct,
-    overlap-save or one long FFT, by measurement on this machine)."""
+
+def noise_blocks(
+    n_samples: int,
+    n_steps: int,
+    coefficients: tuple[float, ...],
+    rng: RandomSource,
+    out: np.ndarray | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The rows of :func:`host_noise` block by block: ``(first row, block)`` pairs, written into
+    the rows of ``out`` when given, else into one reused buffer (each block then valid until
+    the next is asked for). The correlation method is
+    :func:`~minsep.schemes.kernels.correlation.plan`'s (direct, overlap-save or one long FFT,
+    by measurement on this machine)."""
     c = effective_coefficients(coefficients, n_steps)
     k = int(c.size)
-    out = reusable((n_samples, n_steps))
     fft_rows = _block_rows(n_steps, fft=True)
     method = correlation.plan(n_steps, k, fft_rows)
     rows = fft_rows if method.method != "direct" else _block_rows(n_steps)
     rows = min(rows, max(1, n_samples))
     generator = generator_of(rng)
     buffer = reusable((rows, n_steps))
+    block = reusable((rows, n_steps)) if out is None else out
     for start in range(0, n_samples, rows):
         size = min(rows, n_samples - start)
         if generator is not None:
@@ -90,8 +106,9 @@ def host_noise(
             generator.standard_normal(out=z)
         else:
             z = np.asarray(rng.standard_normal((size, n_steps)), dtype=np.float64)
-        method.run(z, c, out[start : start + size])
-    return out
+        target = block[:size] if out is None else out[start : start + size]
+        method.run(z, c, target)
+        yield start, target
 
 
 def correlated_noise(
