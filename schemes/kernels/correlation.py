@@ -18,20 +18,26 @@ sums), so it is taken without measuring.
 The environment variable ``MINSEP_CORRELATION`` overrides the measurement: ``direct``,
 ``overlap`` or ``fft`` force a method, ``fixed`` takes the deterministic rule of
 :func:`fixed_plan` (direct up to :data:`FIXED_DIRECT_MAX_BANDS` bands, overlap-save above);
-``measure`` (or unset) measures. Since the methods agree only to rounding, a measured choice may
-differ between processes (and so change the last bits of a loss); set ``fixed`` or a method
-where runs must agree bit for bit across machines or worker processes.
+``measure`` (or unset) measures. The methods agree only to rounding, so a measured choice is
+written to a cache file of the machine (:func:`cache_file`) and read back by every later
+process: the workers of a pool correlate as the parent does and a run's bits do not depend on
+the executor. Set ``fixed`` or a method where runs must agree bit for bit across machines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
+import platform
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import attrs
 import numpy as np
+import scipy
 from scipy import fft as host_fft
 
 from minsep.framework.errors import ConfigurationError
@@ -203,9 +209,35 @@ def plan(n_steps: int, bands: int, rows: int) -> Plan:
 
 @functools.cache
 def measured_plan(n_steps: int, bands: int, rows: int) -> Plan:
-    """The fastest of :func:`candidates` on this machine: each runs :data:`REPEATS` times on
-    one block of fixed normals, interleaved, and the least CPU time of this thread counts (other
-    processes on the machine slow a run down but do not bill it; cached per process)."""
+    """The fastest of :func:`candidates` on this machine, shared by its processes.
+
+    The choice is looked up in (or, the first time, measured by :func:`measure` and written to)
+    the machine's cache file (:func:`cache_file`), under a file lock: every worker process of
+    a pool then correlates with the same method as the parent, so the bits of a run do not
+    depend on which process drew a chunk. Without a usable cache directory each process
+    measures for itself. Cached per process as well."""
+    path = cache_file()
+    if path is None:
+        return measure(n_steps, bands, rows)
+    key = f"{n_steps},{bands},{rows}"
+    try:
+        with _locked(path):
+            table = _read(path)
+            known = _plan_of(table.get(key), n_steps, bands, rows)
+            if known is not None:
+                return known
+            chosen = measure(n_steps, bands, rows)
+            table[key] = [chosen.method, chosen.length]
+            _write(path, table)
+            return chosen
+    except OSError:  # an unwritable or vanished cache directory: measure here
+        return measure(n_steps, bands, rows)
+
+
+def measure(n_steps: int, bands: int, rows: int) -> Plan:
+    """The fastest of :func:`candidates`: each runs :data:`REPEATS` times on one block of fixed
+    normals, interleaved, and the least CPU time of this thread counts (other processes on the
+    machine slow a run down but do not bill it)."""
     plans = candidates(n_steps, bands, rows)
     z = np.random.Generator(np.random.SFC64(0)).standard_normal((rows, n_steps))
     c = np.linspace(1.0, 0.5, bands)
@@ -218,3 +250,61 @@ def measured_plan(n_steps: int, bands: int, rows: int) -> Plan:
             if repeat:  # the first round compiles and warms the FFT plans
                 best[index] = min(best[index], time.thread_time() - start)
     return plans[int(np.argmin(best))]
+
+
+def cache_file(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The file of measured choices: in ``MINSEP_CACHE_DIR``, else ``$XDG_CACHE_HOME/minsep``,
+    else ``~/.cache/minsep``; its name carries the numpy and scipy versions and the machine
+    type (other builds may rank the methods differently). None when no directory can be made."""
+    env = os.environ if environ is None else environ
+    root = env.get("MINSEP_CACHE_DIR") or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "minsep"
+    )
+    name = f"correlation-{platform.machine()}-numpy{np.__version__}-scipy{scipy.__version__}.json"
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError:
+        return None
+    return Path(root) / name
+
+
+def _plan_of(entry: object, n_steps: int, bands: int, rows: int) -> Plan | None:
+    """The cached entry ``[method, length]`` as a plan, if it is one of the candidates (a
+    stale or edited file can cost speed, never correctness: every candidate computes the same
+    correlation)."""
+    if not (isinstance(entry, list) and len(entry) == 2):
+        return None
+    for candidate in candidates(n_steps, bands, rows):
+        if [candidate.method, candidate.length] == entry:
+            return candidate
+    return None
+
+
+def _read(path: Path) -> dict[str, object]:
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def _write(path: Path, table: dict[str, object]) -> None:
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(table, sort_keys=True))
+    os.replace(temporary, path)  # readers see the old or the new file, never a torn one
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path``'s lock file where the platform has ``fcntl``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no lock, last writer wins
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

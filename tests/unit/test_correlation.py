@@ -6,6 +6,9 @@ the direct sum to 1e-12 relative to the size of the terms.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -90,3 +93,51 @@ def test_host_noise_agrees_with_the_sliding_dot_under_every_method(
 
     got = fused.host_noise(rows, n, bands, Source())  # type: ignore[arg-type]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * sum(bands) * np.max(np.abs(want)))
+
+
+def test_processes_share_the_measured_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first measurement is written to the machine's cache file; a later process (here: the
+    per-process cache cleared) reads it back instead of measuring again, so pool workers
+    correlate as the parent did."""
+    monkeypatch.delenv("MINSEP_CORRELATION", raising=False)
+    monkeypatch.setenv("MINSEP_CACHE_DIR", str(tmp_path))
+    path = correlation.cache_file()
+    assert path is not None and path.parent == tmp_path
+    correlation.measured_plan.cache_clear()
+    try:
+        first = correlation.plan(500, 33, 4)
+        table = json.loads(path.read_text())
+        assert table == {"500,33,4": [first.method, first.length]}
+        # another process finds a different (valid) choice recorded: it takes that one
+        other = next(p for p in correlation.candidates(500, 33, 4) if p != first)
+        path.write_text(json.dumps({"500,33,4": [other.method, other.length]}))
+        correlation.measured_plan.cache_clear()
+        assert correlation.plan(500, 33, 4) == other
+        # a corrupt or foreign entry is measured again and overwritten
+        path.write_text(json.dumps({"500,33,4": ["fft", 7]}))
+        correlation.measured_plan.cache_clear()
+        again = correlation.plan(500, 33, 4)
+        assert again in correlation.candidates(500, 33, 4)
+        assert json.loads(path.read_text())["500,33,4"] == [again.method, again.length]
+        path.write_text("{not json")
+        correlation.measured_plan.cache_clear()
+        assert correlation.plan(500, 33, 4) in correlation.candidates(500, 33, 4)
+    finally:
+        correlation.measured_plan.cache_clear()
+
+
+def test_an_unusable_cache_directory_measures_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.delenv("MINSEP_CORRELATION", raising=False)
+    monkeypatch.setenv("MINSEP_CACHE_DIR", str(blocker / "sub"))  # cannot be created
+    assert correlation.cache_file() is None
+    correlation.measured_plan.cache_clear()
+    try:
+        assert correlation.plan(400, 20, 4) in correlation.candidates(400, 20, 4)
+    finally:
+        correlation.measured_plan.cache_clear()
