@@ -7,6 +7,8 @@ participation pattern), at the two sizes of issue 7, in sample·steps per second
   repetition), in this process;
 * ``log-ratio``: ``model.log_ratio`` alone on the kept transcript, and its cost as a fraction
   of a fresh draw (re-evaluating a new sigma during calibration);
+* ``fused``: ``model.privacy_losses`` at one sigma (what the engine calls per chunk: the
+  draw and the evaluation fused block by block where the model supports it);
 * ``normals``: numpy's raw ``standard_normal`` rate (the host backend's SFC64 generator, into
   a reused buffer), timed right next to each repetition so that the figures share the load;
 * ``engine``: the Monte Carlo engine (``minsep.framework.montecarlo.sample``) on 1 process and
@@ -150,8 +152,13 @@ def measure_model(case: Case, backend: Backend, repeats: int, sigma: float) -> d
     warm = draw(0)  # compiles kernels, warms caches
     model.log_ratio(warm, sigma)
     del warm
-    wall: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": []}
-    cpu: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": []}
+    wall: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": [], "fused": []}
+    cpu: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": [], "fused": []}
+
+    def fused(seed: int) -> Any:
+        rng = backend.rng(np.random.SeedSequence(seed))
+        return model.privacy_losses(case.samples, Direction.REMOVE, rng, backend, [sigma])
+
     for r in range(repeats):
         seconds, spent, _ = _timed(normals, backend)
         wall["normals"].append(seconds)
@@ -166,6 +173,9 @@ def measure_model(case: Case, backend: Backend, repeats: int, sigma: float) -> d
         wall["log_ratio"].append(seconds)
         cpu["log_ratio"].append(spent)
         del kept
+        seconds, spent, _ = _timed(functools.partial(fused, r + 1), backend)
+        wall["fused"].append(seconds)
+        cpu["fused"].append(spent)
     row: dict[str, Any] = {"case": case.name, "samples": case.samples}
     for key in wall:
         row[key] = Figure.of(work, wall[key])
@@ -293,7 +303,11 @@ def report(model_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) 
             normals = row[f"normals{suffix}"]
             lines.append(f"  {title}:")
             lines.append(f"    numpy normals      {_rate(normals)}")
-            for key, label in (("fresh", "draw + log-ratio"), ("log_ratio", "log-ratio (kept)")):
+            for key, label in (
+                ("fresh", "draw + log-ratio"),
+                ("log_ratio", "log-ratio (kept)"),
+                ("fused", "fused (engine)"),
+            ):
                 fig = row[f"{key}{suffix}"]
                 lines.append(
                     f"    {label:<18} {_rate(fig)}   = {fig.best / normals.best:.2f} x normals"
