@@ -120,6 +120,7 @@ def _host_chain_steps(
     """The rounds of :func:`chain_steps` with the update of each round compiled."""
     from minsep.schemes.kernels.buffers import reusable
     from minsep.schemes.kernels.cpu_kernels import chain_round
+    from minsep.schemes.kernels.fused import generator_of
 
     n_samples = int(times.shape[0])
     times = np.array(times, dtype=np.float64)  # a private, writable copy
@@ -128,8 +129,14 @@ def _host_chain_steps(
     counts = np.zeros(n_samples, dtype=np.int64)
     active = np.arange(n_samples, dtype=np.int64)
     alive = n_samples
+    generator = generator_of(rng)  # draw into one buffer when there is one
+    scratch = reusable((n_samples,))
     while alive:
-        logs = np.asarray(rng.random((alive,)), dtype=np.float64)
+        if generator is not None:
+            logs = scratch[:alive]
+            generator.random(out=logs)  # the numbers of rng.random((alive,))
+        else:
+            logs = np.asarray(rng.random((alive,)), dtype=np.float64)
         np.log1p(np.negative(logs, out=logs), out=logs)
         alive = chain_round(logs, active, alive, times, counts, log_stay, b, n_steps, out)
     return out
