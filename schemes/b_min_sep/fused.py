@@ -16,6 +16,7 @@ import numpy as np
 from minsep.framework.backend import RandomSource
 from minsep.schemes.b_min_sep import cpu_kernels
 from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.buffers import reusable
 from minsep.schemes.kernels.fused import noise_blocks
 
 
@@ -106,7 +107,7 @@ def _evaluate(
     log_p = math.log(probability)
     base = log_p - (0.5 * inv_s2) * _norms(coefficients, n)
     if values.shape[0]:
-        cpu_kernels.b_min_sep_rows(
+        cpu_kernels.b_min_sep_rows_in(
             values,
             steps,
             signal_table(coefficients, n),
@@ -119,4 +120,5 @@ def _evaluate(
             int(min_sep),
             bool(warm_start),
             out,
+            reusable((int(cpu_kernels.scratch_size(n, min_sep)),)),
         )
