@@ -21,7 +21,8 @@ The environment variable ``MINSEP_CORRELATION`` overrides the measurement: ``dir
 ``measure`` (or unset) measures. The methods agree only to rounding, so a measured choice is
 written to a cache file of the machine (:func:`cache_file`) and read back by every later
 process: the workers of a pool correlate as the parent does and a run's bits do not depend on
-the executor. Set ``fixed`` or a method where runs must agree bit for bit across machines.
+the executor (delete the file to measure again, e.g. after a hardware change). Set ``fixed``
+or a method where runs must agree bit for bit across machines.
 """
 
 from __future__ import annotations
