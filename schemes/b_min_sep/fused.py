@@ -120,5 +120,5 @@ def _evaluate(
             int(min_sep),
             bool(warm_start),
             out,
-            reusable((int(cpu_kernels.scratch_size(n, min_sep)),)),
+            reusable((int(cpu_kernels.scratch_size(n, min_sep)),), role="b-min-sep-rows"),
         )

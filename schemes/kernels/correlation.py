@@ -117,15 +117,15 @@ class Plan:
         else:
             self._overlap(z, c, out)
 
-    def _scratch(self, rows: int, *shape: int, dtype: type = np.float64) -> np.ndarray:
-        return reusable((max(rows, self.rows), *shape), dtype)[:rows]
+    def _scratch(self, role: str, rows: int, *shape: int, dtype: type = np.float64) -> np.ndarray:
+        return reusable((max(rows, self.rows), *shape), dtype, role=role)[:rows]
 
     def _full(self, z: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
         rows, n, length = z.shape[0], self.n_steps, self.length
-        spectrum = self._scratch(rows, length // 2 + 1, dtype=np.complex128)
+        spectrum = self._scratch("fft-spectrum", rows, length // 2 + 1, dtype=np.complex128)
         np.fft.rfft(z, n=length, axis=-1, out=spectrum)
         spectrum *= _kernel(tuple(c.tolist()), length)
-        inverse = self._scratch(rows, length)
+        inverse = self._scratch("fft-inverse", rows, length)
         np.fft.irfft(spectrum, n=length, axis=-1, out=inverse)
         out[...] = inverse[:, :n]
 
@@ -133,7 +133,7 @@ class Plan:
         rows, n, length = z.shape[0], self.n_steps, self.length
         step, blocks = self.block_outputs, self.blocks
         width = blocks * step + self.bands - 1  # every segment inside, zeros past n
-        padded = self._scratch(rows, width)
+        padded = self._scratch("fft-input", rows, width)
         padded[:, :n] = z
         padded[:, n:] = 0.0
         item = padded.itemsize
@@ -141,10 +141,10 @@ class Plan:
             padded, shape=(rows, blocks, length), strides=(width * item, step * item, item),
             writeable=False,
         )  # fmt: skip
-        spectrum = self._scratch(rows, blocks, length // 2 + 1, dtype=np.complex128)
+        spectrum = self._scratch("fft-spectrum", rows, blocks, length // 2 + 1, dtype=np.complex128)
         np.fft.rfft(segments, axis=-1, out=spectrum)
         spectrum *= _kernel(tuple(c.tolist()), length)
-        inverse = self._scratch(rows, blocks, length)
+        inverse = self._scratch("fft-inverse", rows, blocks, length)
         np.fft.irfft(spectrum, n=length, axis=-1, out=inverse)
         whole = (blocks - 1) * step  # outputs of the blocks that end before n
         if whole:

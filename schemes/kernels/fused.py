@@ -72,7 +72,7 @@ def host_noise(
 ) -> np.ndarray:
     """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))`` (drawn blockwise, same
     stream): float64 ``(n_samples, n_steps)``, in a reused array (:mod:`.buffers`)."""
-    out = reusable((n_samples, n_steps))
+    out = reusable((n_samples, n_steps), role="noise")
     for _ in noise_blocks(n_samples, n_steps, coefficients, rng, out=out):
         pass
     return out
@@ -97,8 +97,8 @@ def noise_blocks(
     rows = fft_rows if method.method != "direct" else _block_rows(n_steps)
     rows = min(rows, max(1, n_samples))
     generator = generator_of(rng)
-    buffer = reusable((rows, n_steps))
-    block = reusable((rows, n_steps)) if out is None else out
+    buffer = reusable((rows, n_steps), role="normals")
+    block = reusable((rows, n_steps), role="noise-block") if out is None else out
     for start in range(0, n_samples, rows):
         size = min(rows, n_samples - start)
         if generator is not None:

@@ -124,13 +124,13 @@ def _host_chain_steps(
 
     n_samples = int(times.shape[0])
     times = np.array(times, dtype=np.float64)  # a private, writable copy
-    out = reusable((n_samples, m), np.int32)  # no fresh mapping per chunk
+    out = reusable((n_samples, m), np.int32, role="steps")  # no fresh mapping
     out.fill(n_steps)
     counts = np.zeros(n_samples, dtype=np.int64)
     active = np.arange(n_samples, dtype=np.int64)
     alive = n_samples
     generator = generator_of(rng)  # draw into one buffer when there is one
-    scratch = reusable((n_samples,))
+    scratch = reusable((n_samples,), role="chain-uniforms")
     while alive:
         if generator is not None:
             logs = scratch[:alive]

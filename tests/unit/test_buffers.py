@@ -50,9 +50,19 @@ def test_a_miss_drops_the_free_arrays() -> None:
     big = buffers.reusable((1000, 100))
     address = big.ctypes.data
     del big
-    assert buffers._pool()[0].ctypes.data == address  # free, still pooled
-    buffers.reusable((10, 10))  # a miss: the free big array leaves the pool
-    assert [a.shape for a in buffers._pool()] == [(10, 10)]
+    assert buffers._pool()[0][1].ctypes.data == address  # free, still pooled
+    buffers.reusable((10, 10))  # a miss of the same role: the free big array leaves the pool
+    assert [a.shape for _, a in buffers._pool()] == [(10, 10)]
+
+
+@needs_pool
+def test_a_miss_keeps_the_free_arrays_of_other_roles() -> None:
+    noise = buffers.reusable((1000, 100), role="noise")
+    address = noise.ctypes.data
+    del noise
+    buffers.reusable((10, 100), role="block")  # another role: the noise array stays pooled
+    assert buffers.reusable((1000, 100), role="noise").ctypes.data == address
+    assert buffers.reusable((1000, 100), role="other").ctypes.data != address
 
 
 @needs_pool
