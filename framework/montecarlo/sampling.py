@@ -4,9 +4,10 @@ A run draws ``n_samples`` privacy-loss samples per direction, split into chunks 
 ``chunk_size`` (the last one shorter). For chunk ``i`` of stream ``s`` and direction ``d`` the
 random source is ``backend.rng(SeedSequence(seed, spawn_key=(s, i, code(d))))`` with
 ``code(REMOVE) = 0``, ``code(ADD) = 1``. The model draws one sigma-free transcript per chunk
-and direction (``model.draw``) and the engine evaluates ``model.privacy_loss`` for **every**
-sigma of the sweep on it (common random numbers), folding each loss vector into the
-(sigma, direction) :class:`~minsep.framework.montecarlo.accumulators.LossTally`.
+and direction and evaluates the privacy loss for **every** sigma of the sweep on it (common
+random numbers; ``model.privacy_losses``, which a model may fuse block by block), and the
+engine folds each loss vector into the (sigma, direction)
+:class:`~minsep.framework.montecarlo.accumulators.LossTally`.
 
 Determinism: a run is a function of (model, sigmas, checks, seed, stream, n_samples,
 chunk_size, backend); chunk results are merged in chunk order, so executors and worker counts
@@ -274,9 +275,8 @@ class ChunkTask:
         out = self.empty()
         for direction in self.directions:
             rng = backend.rng(chunk_seed(self.seed, self.stream, index, direction))
-            transcript = self.model.draw(size, direction, rng, backend)
-            for i, sigma in enumerate(self.sigmas):
-                loss = self.model.privacy_loss(transcript, sigma)
+            losses = self.model.privacy_losses(size, direction, rng, backend, self.sigmas)
+            for i, loss in enumerate(losses):
                 _accumulate(out.tally(i, direction), loss, size, backend, self.bins)
         return out
 
