@@ -23,13 +23,15 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, TypeVar
 
+import attrs
+
 from minsep.framework import setup
 from minsep.framework.backend import BACKEND_SPECS
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.parameters import CLI_KINDS, Parameter
-from minsep.framework.registries import schemes
+from minsep.framework.registries import accountants, schemes
 from minsep.framework.results import DeltaResult, EpsilonResult, Result
 
 #: A result type of a question (EpsilonResult, DeltaResult, CalibrationResult).
@@ -43,6 +45,7 @@ __all__ = [
     "build_accountant",
     "build_scheme",
     "build_strategy",
+    "choose_accountant",
     "fmt",
     "given_accountant_options",
     "print_json",
@@ -203,6 +206,12 @@ def show_plans() -> None:
     log.propagate = False
 
 
+def hide_plans() -> None:
+    """Keep the plan lines off stderr (``--quiet``); the plan's warnings still show."""
+    show_plans()
+    logging.getLogger("minsep.plan").setLevel(logging.WARNING)
+
+
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is at the time of the record (not at creation)."""
 
@@ -308,7 +317,14 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="show a progress bar (default: only on a terminal)",
+        help="show progress (default: a bar on a terminal; elsewhere a plain line every "
+        "tenth of a stage, at least every 30 s, once the stage runs 10 s)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="keep stderr silent: no first answer, plan, progress or cache lines (errors and "
+        "warnings still show)",
     )
     add_pld_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -473,6 +489,8 @@ def given_accountant_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, dest, None)
         if value is not None:
             options[field] = value
+    if quiet(args) and "progress" not in options:
+        options["progress"] = False
     return options
 
 
@@ -536,21 +554,87 @@ def provenance_lines(result: EpsilonResult | DeltaResult) -> list[str]:
     return lines
 
 
+def choose_accountant(
+    args: argparse.Namespace, scheme: SamplingScheme, strategy: Strategy
+) -> tuple[Accountant, str | None]:
+    """The accountant of ``--accountant`` for the pair, and for ``auto`` a note saying which
+    was chosen and why.
+
+    ``auto`` (the default) takes the first of :data:`~minsep.framework.setup.PREFERENCE`
+    that supports the pair (exact PLD where the scheme has an exact event, else Monte Carlo),
+    through :func:`~minsep.framework.setup.select_accountant`; the options given apply to it
+    when it takes them, and those it does not take are named in a warning. A named accountant
+    refuses options it does not take (:func:`build_accountant`).
+    """
+    name = getattr(args, "accountant", None) or setup.AUTO
+    if name != setup.AUTO:
+        accountant = build_accountant(args, name)
+        accountant.require(scheme, strategy)
+        return accountant, None
+    given = given_accountant_options(args)
+    accountant = setup.select_accountant(
+        setup.AUTO,
+        scheme,
+        strategy,
+        factory=lambda n: setup.build_accountant(n, given, strict=False),
+    )
+    chosen = str(accountant.registry_name)
+    skipped = [
+        f"{n}: {reason}"
+        for n in setup.PREFERENCE[: setup.PREFERENCE.index(chosen)]
+        if n in accountants
+        and (reason := setup.build_accountant(n, strict=False).why_not(scheme, strategy))
+    ]
+    ignored = sorted(set(given) - set(setup.accountant_fields(type(accountant))))
+    if ignored:
+        flags = ", ".join("--" + o.replace("_", "-") for o in ignored)
+        warn(f"accountant auto chose {chosen!r}, which does not take {flags}: ignored")
+    why = f" ({'; '.join(skipped)})" if skipped else ""
+    return accountant, f"accountant {chosen!r} chosen by --accountant auto{why}."
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    """True when ``--quiet`` asks for a silent stderr (errors and warnings excepted)."""
+    return bool(getattr(args, "quiet", False))
+
+
 def answer(
     args: argparse.Namespace,
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
     lines: Callable[[R], list[str]],
     certified: Callable[[R], bool] | None = None,
     what: str = "answer",
+    *,
+    question: str | None = None,
+    numbers: dict[str, float] | None = None,
 ) -> int:
     """Build the question's objects from ``args``, ask it, print the result (``--json`` or
     ``lines``) and return the exit status: 0, or :data:`EXIT_UNCERTIFIED` when ``certified``
-    says the answer is not certified."""
+    says the answer is not certified.
+
+    With ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) and its ``numbers``, the
+    quick deterministic bound (:mod:`.first_answer`) is printed on stderr before the run
+    (unless ``--quiet``) and stored in the result's ``first_answer``.
+    """
+    from minsep.framework.cli.first_answer import first_answer
+
     scheme = build_scheme(args)
     strategy = build_strategy(args)
-    accountant = build_accountant(args)
-    show_plans()
+    accountant, chosen = choose_accountant(args, scheme, strategy)
+    early = None
+    if question is not None:
+        early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
+        if early is not None and not quiet(args):
+            print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
+    if quiet(args):
+        hide_plans()
+    else:
+        show_plans()
     result = ask(accountant, scheme, strategy)
+    if chosen is not None:
+        result = attrs.evolve(result, notes=(*result.notes, chosen))
+    if early is not None:
+        result = attrs.evolve(result, first_answer=early.to_dict())
     if args.json:
         print_json(result)
     else:
