@@ -257,7 +257,19 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="array backend, optionally with the kernel set (numpy:array, numpy:numba, ...)",
     )
-    mc.add_argument("--samples", type=positive_int, help="verification samples m")
+    mc.add_argument(
+        "--samples",
+        type=positive_int,
+        help="verification samples m per direction (default: epsilon and calibrate choose them "
+        "from --delta and --precision and say how many; delta and curve 1,000,000)",
+    )
+    mc.add_argument(
+        "--precision",
+        type=positive_float,
+        metavar="FRACTION",
+        help="without --samples: the relative gap between the certified answer and the "
+        "estimate the samples are chosen for (default 0.05; docs/math.md §7.2)",
+    )
     mc.add_argument("--pilot-samples", type=positive_int, help="pilot (estimate) samples")
     mc.add_argument(
         "--seed",
@@ -302,8 +314,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-seconds",
         type=positive_float,
         metavar="SECONDS",
-        help="refuse a run whose estimated time exceeds this (the estimate is printed on "
-        "stderr before every Monte Carlo run)",
+        help="bound the run's estimated time (printed on stderr before every Monte Carlo "
+        "run): samples chosen by --precision are cut to fit, down to precision 0.3, and the "
+        "precision reached is stated; a run that still does not fit is refused",
     )
     mc.add_argument(
         "--proposal",
@@ -614,25 +627,35 @@ def answer(
 
     With ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) and its ``numbers``, the
     quick deterministic bound (:mod:`.first_answer`) is printed on stderr before the run
-    (unless ``--quiet``) and stored in the result's ``first_answer``.
+    (unless ``--quiet``) and stored in the result's ``first_answer``, and the Monte Carlo
+    samples are chosen from the question (:mod:`.sample_choice`); the result's notes say
+    which accountant answered (with ``auto``) and how its samples were chosen.
     """
     from minsep.framework.cli.first_answer import first_answer
+    from minsep.framework.cli.sample_choice import choose_samples
 
     scheme = build_scheme(args)
     strategy = build_strategy(args)
     accountant, chosen = choose_accountant(args, scheme, strategy)
+    notes = [] if chosen is None else [chosen]
     early = None
     if question is not None:
         early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
         if early is not None and not quiet(args):
             print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
+        accountant, stated = choose_samples(
+            args, accountant, scheme, strategy, question, dict(numbers or {})
+        )
+        if stated is not None:
+            notes.append(f"{stated}.")
+            if not quiet(args):
+                print(f"minsep: plan: {stated}", file=sys.stderr, flush=True)
     if quiet(args):
         hide_plans()
     else:
         show_plans()
     result = ask(accountant, scheme, strategy)
-    if chosen is not None:
-        result = attrs.evolve(result, notes=(*result.notes, chosen))
+    result = attrs.evolve(result, notes=(*result.notes, *notes))
     if early is not None:
         result = attrs.evolve(result, first_answer=early.to_dict())
     if args.json:
