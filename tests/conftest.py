@@ -36,3 +36,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def rng() -> np.random.Generator:
     """A fixed-seed host generator."""
     return np.random.default_rng(20260214)
+
+
+@pytest.fixture(autouse=True)
+def _private_answer_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test gets an empty answer cache (never the user's), so that a seeded command
+    answers by computing unless the test repeats it on purpose. Only the answers' folder moves:
+    the strategy coefficients stay cached."""
+    from minsep.framework.montecarlo import cache
+
+    folder = tmp_path_factory.mktemp("answers")
+    monkeypatch.setattr(cache, "cache_folder", lambda: folder)

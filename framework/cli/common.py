@@ -333,6 +333,13 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         help="show progress (default: a bar on a terminal; elsewhere a plain line every "
         "tenth of a stage, at least every 30 s, once the stage runs 10 s)",
     )
+    mc.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither reuse nor store the answer (seeded answers are cached in "
+        "$MINSEP_CACHE_DIR/answers, default ~/.cache/minsep/answers, keyed by the question and "
+        "the code version)",
+    )
     parser.add_argument(
         "--quiet",
         action="store_true",
@@ -611,6 +618,32 @@ def quiet(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "quiet", False))
 
 
+def _cached(
+    args: argparse.Namespace,
+    question: str | None,
+    numbers: dict[str, float] | None,
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+    ask: Callable[[Accountant, SamplingScheme, Strategy], R],
+) -> tuple[R, str | None]:
+    """The answer of a seeded question from the answer cache (with the line saying so), else
+    computed and stored; ``--no-cache`` or no ``question`` computes without the cache."""
+    from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
+
+    key = None
+    if question is not None and not getattr(args, "no_cache", False):
+        key = question_key(question, scheme, strategy, dict(numbers or {}), accountant)
+    if key is None:
+        return ask(accountant, scheme, strategy), None
+    result, when = AnswerCache().answer(
+        key,
+        Result,
+        lambda: ask(accountant, scheme, strategy),
+    )
+    return result, None if when is None else describe_hit(when, result)  # type: ignore[return-value]
+
+
 def answer(
     args: argparse.Namespace,
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
@@ -654,7 +687,11 @@ def answer(
         hide_plans()
     else:
         show_plans()
-    result = ask(accountant, scheme, strategy)
+    result, cached = _cached(args, question, numbers, accountant, scheme, strategy, ask)
+    if cached is not None:
+        notes.append(f"{cached}.")
+        if not quiet(args):
+            print(f"minsep: {cached}", file=sys.stderr, flush=True)
     result = attrs.evolve(result, notes=(*result.notes, *notes))
     if early is not None:
         result = attrs.evolve(result, first_answer=early.to_dict())
