@@ -5,8 +5,12 @@ Example::
     minsep train --scheme b_min_sep --min-sep 8 --bands 8 --epsilon 4 --delta 1e-5 \\
         --steps 500 --seed 0
 
-prints the calibrated σ (and what its certificate means), a progress bar, the train and test
-accuracy, and writes a JSON record (``--output``, default ``runs/train-<timestamp>.json``).
+prints a first answer at once (the smallest σ the deterministic bounds certify, e.g. the
+unamplified Gaussian), the Monte Carlo samples chosen (``--precision``, ``--samples``,
+``--max-seconds``), the plan and progress, then the calibrated σ (and what its certificate
+means), the train and test accuracy, and writes a JSON record (``--output``, default
+``runs/train-<timestamp>.json``). A seeded calibration is cached: the same question with the
+same code is answered at once the next time (``--no-cache`` to recompute).
 ``--repeats K`` trains K seeds (seed, seed+1, ...) at the same σ and reports the mean with a
 95% Student-t interval; ``--non-private`` trains the same batches without clipping or noise.
 """
@@ -35,7 +39,9 @@ from minsep.framework.cli.first_answer import first_answer
 from minsep.framework.cli.sample_choice import choose_samples
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant
+from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
 from minsep.framework.registries import accountants
+from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import (
     AUTO,
     PREFERENCE,
@@ -164,14 +170,21 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
     if not args.quiet:
         show_plans()
     started = time.perf_counter()
-    run = PrivateRun.calibrated(
+    key = None if args.no_cache else question_key("calibrate", scheme, strategy, target, accountant)
+    calibration, when = AnswerCache().answer(
+        key,
+        CalibrationResult,
+        lambda: accountant.calibrate(scheme, strategy, args.epsilon, args.delta),
+    )
+    if when is not None:
+        say(describe_hit(when, calibration))
+    run = PrivateRun(
         scheme,
         strategy,
-        accountant,
-        epsilon=args.epsilon,
-        delta=args.delta,
-        dataset_size=data.train_size,
+        float(calibration.sigma),
+        data.train_size,
         clip_norm=args.clip,
+        calibration=calibration,  # checked against the scheme and strategy
     )
     assert run.calibration is not None
     say(f"sigma = {run.sigma:.6g}  ({time.perf_counter() - started:.1f} s)")
