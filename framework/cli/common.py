@@ -586,7 +586,9 @@ def choose_accountant(
     when it takes them, and those it does not take are named in a warning. A named accountant
     refuses options it does not take (:func:`build_accountant`).
     """
-    name = getattr(args, "accountant", None) or setup.AUTO
+    name = getattr(args, "accountant", None)
+    if name is None:
+        name = setup.AUTO  # an empty --accountant "" is looked up (and refused), not replaced
     if name != setup.AUTO:
         accountant = build_accountant(args, name)
         accountant.require(scheme, strategy)
@@ -605,7 +607,8 @@ def choose_accountant(
         if n in accountants
         and (reason := setup.build_accountant(n, strict=False).why_not(scheme, strategy))
     ]
-    ignored = sorted(set(given) - set(setup.accountant_fields(type(accountant))))
+    typed = {k for k in given if k != "progress" or getattr(args, "progress", None) is not None}
+    ignored = sorted(typed - set(setup.accountant_fields(type(accountant))))
     if ignored:
         flags = ", ".join("--" + o.replace("_", "-") for o in ignored)
         warn(f"accountant auto chose {chosen!r}, which does not take {flags}: ignored")
