@@ -612,8 +612,18 @@ def choose_accountant(
     if ignored:
         flags = ", ".join("--" + o.replace("_", "-") for o in ignored)
         warn(f"accountant auto chose {chosen!r}, which does not take {flags}: ignored")
+    if "monte_carlo" in skipped_names(skipped):
+        warn(
+            f"accountant auto chose {chosen!r}: Monte Carlo cannot account this pair, so the "
+            "bound is deterministic (looser); see the note, or name --accountant"
+        )
     why = f" ({'; '.join(skipped)})" if skipped else ""
     return accountant, f"accountant {chosen!r} chosen by --accountant auto{why}."
+
+
+def skipped_names(reasons: list[str]) -> set[str]:
+    """The accountant names of ``name: reason`` entries."""
+    return {reason.partition(":")[0] for reason in reasons}
 
 
 def quiet(args: argparse.Namespace) -> bool:
@@ -631,11 +641,13 @@ def _cached(
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
 ) -> tuple[R, str | None]:
     """The answer of a seeded question from the answer cache (with the line saying so), else
-    computed and stored; ``--no-cache`` or no ``question`` computes without the cache."""
+    computed and stored; ``--no-cache``, ``--checkpoint`` (resumed by its own rules) or no
+    ``question`` computes without the cache."""
     from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
 
     key = None
-    if question is not None and not getattr(args, "no_cache", False):
+    resumable = getattr(args, "checkpoint", None) is not None  # the checkpoint's own rules
+    if question is not None and not getattr(args, "no_cache", False) and not resumable:
         key = question_key(question, scheme, strategy, dict(numbers or {}), accountant)
     if key is None:
         return ask(accountant, scheme, strategy), None

@@ -78,3 +78,16 @@ def test_a_named_accountant_still_refuses_options_it_does_not_take(
     argv = ["epsilon", *SMALL, "--sigma", "1", "--delta", "1e-2", "--accountant", "rdp", *MC]
     assert main(argv) == 2
     assert "does not take the option(s)" in capsys.readouterr().err
+
+
+def test_auto_past_monte_carlo_warns_that_the_bound_is_deterministic(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "2", "--bands", "4", "--steps",
+            "16", "--rate", "1/8", "--sigma", "1", "--delta", "1e-2", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["accountant"] in ("rdp", "gaussian") and result["first_answer"] is None
+    assert "Monte Carlo cannot account this pair" in captured.err
+    assert any("monte_carlo: " in note for note in result["notes"])

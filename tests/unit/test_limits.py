@@ -245,7 +245,8 @@ def test_plan_is_logged_and_max_seconds_refuses(caplog: pytest.LogCaptureFixture
 
 def test_cli_prints_the_plan_before_the_run(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["epsilon", "--scheme", "poisson", "--steps", "64", "--rate", "1/16", "--sigma", "1",
-            "--delta", "0.05", "--samples", "2000", "--seed", "1", "--json"]  # fmt: skip
+            "--delta", "0.05", "--samples", "2000", "--seed", "1", "--json",
+            "--accountant", "monte_carlo"]  # fmt: skip
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert out.lstrip().startswith("{")
@@ -306,7 +307,8 @@ def test_calibrate_and_epsilon_agree_beyond_the_default_range() -> None:
 
 def test_cli_uncertified_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["epsilon", "--scheme", "poisson", "--steps", "64", "--rate", "1/2", "--sigma",
-            "0.004", "--delta", "0.05", "--samples", "1000", "--seed", "1"]  # fmt: skip
+            "0.004", "--delta", "0.05", "--samples", "1000", "--seed", "1",
+            "--accountant", "monte_carlo"]  # fmt: skip
     assert main(args) == EXIT_UNCERTIFIED == 3
     out, err = capsys.readouterr()
     assert "NOT CERTIFIED: the losses exceed the histogram's range" in out
