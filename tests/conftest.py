@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -39,13 +41,14 @@ def rng() -> np.random.Generator:
 
 
 @pytest.fixture(autouse=True)
-def _private_answer_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _private_answer_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Each test gets an empty answer cache (never the user's), so that a seeded command
     answers by computing unless the test repeats it on purpose. Only the answers' folder moves:
-    the strategy coefficients stay cached."""
+    the strategy coefficients stay cached. Its own patch context, so that a test's
+    ``monkeypatch.undo()`` keeps it."""
     from minsep.framework.montecarlo import cache
 
     folder = tmp_path_factory.mktemp("answers")
-    monkeypatch.setattr(cache, "cache_folder", lambda: folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache, "cache_folder", lambda: folder)
+        yield

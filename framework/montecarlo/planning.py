@@ -31,6 +31,7 @@ import numpy as np
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.validation import check_range
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -293,8 +294,10 @@ def measure_rates(
     seed sequence (spawn key ``(2**31, direction)``), never from a run's streams.
     """
     from minsep.framework.montecarlo.accumulators import BinSpec, LossTally
-    from minsep.framework.montecarlo.sampling import _accumulate  # imports this module
+    from minsep.framework.montecarlo.sampling import MIN_SIGMA, _accumulate  # imports this module
 
+    # the probe runs before the question's own checks: refuse a sigma the engine refuses
+    check_range("measure_rates", "sigma", sigma, low=MIN_SIGMA)
     resolved = get_backend(backend)
     largest = _probe_samples(model, chunk_size)
     draw_total = eval_total = 0.0
