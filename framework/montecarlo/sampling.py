@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import math
 import signal
-import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
-from tqdm.auto import tqdm
 
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, Backend, get_backend
@@ -51,6 +49,7 @@ from minsep.framework.montecarlo.accumulators import (
 from minsep.framework.montecarlo.checkpoint import Checkpoint, Journal
 from minsep.framework.montecarlo.executors import Executor, LocalExecutor
 from minsep.framework.montecarlo.planning import chunk_size_for
+from minsep.framework.montecarlo.progress import progress_bar
 
 __all__ = [
     "BOTH",
@@ -187,7 +186,8 @@ class EngineConfig:
             in the parent (kernel set included) is what worker processes rebuild.
         executor: where chunks run (``LocalExecutor``, ``ProcessExecutor``, ``DaskExecutor``
             or a plugin).
-        progress: show a tqdm bar: None = only when stderr is a terminal.
+        progress: show progress: None = a tqdm bar on a terminal, else plain lines once a
+            stage runs 10 s (:mod:`.progress`); True = always; False = never.
         bins: the histogram grid.
         checkpoint: save progress there and resume from it (one file per accounting
             question, one stage per :func:`sample` call, keyed by its ``description``; see
@@ -315,17 +315,8 @@ def _accumulate(
 
 
 def _bar(total: int, progress: bool | None, description: str) -> Any:
-    show = sys.stderr.isatty() if progress is None else progress
-    return tqdm(
-        total=total,
-        desc=description,
-        unit="samples",
-        unit_scale=True,
-        disable=not show,
-        leave=False,
-        delay=0.5 if progress is None else 0.0,
-        file=sys.stderr,
-    )
+    # a tqdm bar on a terminal, plain lines elsewhere (see .progress)
+    return progress_bar(total, progress, description)
 
 
 def sample_chunks(
