@@ -61,6 +61,8 @@ BET_LADDER = 97
 MAX_BET_FRACTION = 0.95
 #: Grid points between two bets chosen by :func:`choose_bets` (the bet is piecewise constant).
 BET_STRIDE = 8
+#: At most this many grid points get a bet of their own (the stride grows beyond).
+MAX_ANCHORS = 128
 #: Points per block when :func:`walk` evaluates the wealth.
 _BLOCK = 256
 
@@ -145,8 +147,9 @@ def choose_bets(
 ) -> np.ndarray:
     """The bet of every grid point for ``samples`` verification samples (module docstring).
 
-    Chosen every ``BET_STRIDE`` points under the pilot's empirical law plus one pseudo-sample
-    at ``X = 1``, and held constant up to the next chosen point.
+    Chosen every ``BET_STRIDE`` points (at most ``MAX_ANCHORS`` times) under the pilot's
+    empirical law plus one pseudo-sample at ``X = 1``, and held constant up to the next chosen
+    point.
     """
     check_range("choose_bets", "delta_u", delta_u, low=0.0, high=1.0, low_open=True, high_open=True)
     check_range("choose_bets", "failure", failure, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -155,18 +158,20 @@ def choose_bets(
     ladder = top_bet * 2.0 ** (-np.linspace(0.0, 24.0, BET_LADDER))
     losses, counts, overflow = _law(pilot)
     total = float(counts.sum() + overflow + 1)
-    weights = np.concatenate([counts, [overflow + 1]]).astype(np.float64) / total
     target = math.log(1.0 / failure)
-    anchors = grid[::BET_STRIDE]
+    stride = max(BET_STRIDE, math.ceil(grid.size / MAX_ANCHORS))
+    anchors = grid[::stride]
     chosen = np.empty(anchors.size)
     for k, eps in enumerate(anchors):
-        x = np.concatenate([_hockey(np.array([eps]), losses)[0], [1.0]])
+        above = losses > eps  # the rest have X = 0
+        x = np.concatenate([_hockey(np.array([eps]), losses[above])[0], [1.0, 0.0]])
+        weights = np.concatenate([counts[above], [overflow + 1, counts[~above].sum()]]) / total
         logs = np.log1p(ladder[:, None] * (delta_u - x[None, :]))  # bets x outcomes
         mean = logs @ weights
         var = np.maximum((logs * logs) @ weights - mean * mean, 1e-300)
         score = (samples * mean - target) / np.sqrt(samples * var)
         chosen[k] = ladder[int(np.argmax(score))]
-    return np.repeat(chosen, BET_STRIDE)[: grid.size]
+    return np.repeat(chosen, stride)[: grid.size]
 
 
 def log_wealth(
@@ -181,8 +186,14 @@ def log_wealth(
             f"[0, 1/(1 - delta_u)) = [0, {1.0 / (1.0 - delta_u)!r})"
         )
     losses, counts, overflow = _law(hist)
-    terms = np.log1p(bets[:, None] * (delta_u - _hockey(epsilons, losses)))
-    wealth = terms @ counts.astype(np.float64) + overflow * np.log1p(bets * (delta_u - 1.0))
+    above = losses > epsilons.min(initial=math.inf)  # the rest have X = 0 at every epsilon
+    below = float(counts[~above].sum())
+    terms = np.log1p(bets[:, None] * (delta_u - _hockey(epsilons, losses[above])))
+    wealth = (
+        terms @ counts[above].astype(np.float64)
+        + below * np.log1p(bets * delta_u)
+        + overflow * np.log1p(bets * (delta_u - 1.0))
+    )
     return np.asarray(wealth, dtype=np.float64)
 
 
