@@ -2,8 +2,8 @@
 
 Fact 4.2 bounds the mean of ``X = (1 - e^{eps - L})_+`` as if every ``X`` were 0 or 1 (the
 Bernoulli worst case). The test here uses the samples themselves. For a level ``delta_u``
-and a bet ``lam`` in ``[0, 1/(1 - delta_u))`` fixed before the ``m`` verification samples are
-drawn, the wealth
+and a bet ``lam`` in ``[0, 1/(1 - delta_u))`` independent of the ``m`` verification samples, the
+wealth
 
     W = prod_i (1 + lam (delta_u - X_i))
 
@@ -26,10 +26,10 @@ with no union bound, and nothing but the bets and the top of the grid needs the 
 
 The bets. For a test that must just pass at the release point, the bet maximising the
 z-score ``(m E[ln f] - ln(1/beta)) / sqrt(m Var[ln f])``, ``f = 1 + lam (delta_u - X)``, is
-near ``sqrt(2 ln(1/beta) / (m E[X^2]))``. :func:`choose_bets` maximises that z-score over a
-geometric ladder of bets under the pilot's empirical law (one pseudo-sample at ``X = 1`` keeps
-it away from bets a single large loss would ruin). Any bet fixed before the verification draws
-is valid; the choice only affects how tight the result is.
+near ``sqrt(2 ln(1/beta) / (m E[X^2]))``. :func:`choose_bets` maximises that z-score over
+multiples of it from 1/8 to 8 (and the largest bet) under the pilot's empirical law (one
+pseudo-sample at ``X = 1`` keeps it away from bets a single large loss would ruin). Any bet
+that depends on the pilot only is valid; the choice only affects how tight the result is.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ __all__ = [
 
 #: Largest number of grid points; a wider range coarsens the step (by powers of two).
 MAX_GRID = 4096
-#: Bets tried per grid point by :func:`choose_bets`, geometric from ``lam_max * 2**-24``.
-BET_LADDER = 97
+#: Multiples of ``sqrt(2 ln(1/beta) / (m E[X^2]))`` tried as bets by :func:`choose_bets`.
+SPREAD = 2.0 ** (np.arange(-12, 13) / 4.0)
 #: The largest bet as a fraction of ``1 / (1 - delta_u)`` (every factor stays >= 0.05).
 MAX_BET_FRACTION = 0.95
 #: Grid points between two bets chosen by :func:`choose_bets` (the bet is piecewise constant).
@@ -69,7 +69,7 @@ _BLOCK = 256
 
 @attrs.frozen(eq=False)
 class BettingPlan:
-    """Everything fixed before the verification draws.
+    """Everything the walk needs besides the verification sample (read from the pilot only).
 
     Attributes:
         delta_u: the level each grid point's test refutes (``E[X] >= delta_u``).
@@ -155,7 +155,7 @@ def choose_bets(
     check_range("choose_bets", "failure", failure, low=0.0, high=1.0, low_open=True, high_open=True)
     check_range("choose_bets", "samples", samples, low=1, integer=True)
     top_bet = MAX_BET_FRACTION / (1.0 - delta_u)
-    ladder = top_bet * 2.0 ** (-np.linspace(0.0, 24.0, BET_LADDER))
+    near = np.sqrt(2.0 * math.log(1.0 / failure) / samples)  # / sqrt(E[X^2]) per point
     losses, counts, overflow = _law(pilot)
     total = float(counts.sum() + overflow + 1)
     target = math.log(1.0 / failure)
@@ -166,6 +166,9 @@ def choose_bets(
         above = losses > eps  # the rest have X = 0
         x = np.concatenate([_hockey(np.array([eps]), losses[above])[0], [1.0, 0.0]])
         weights = np.concatenate([counts[above], [overflow + 1, counts[~above].sum()]]) / total
+        second = float(x * x @ weights)
+        ladder = np.minimum(near / math.sqrt(max(second, 1e-300)) * SPREAD, top_bet)
+        ladder = np.unique(np.append(ladder, top_bet))
         logs = np.log1p(ladder[:, None] * (delta_u - x[None, :]))  # bets x outcomes
         mean = logs @ weights
         var = np.maximum((logs * logs) @ weights - mean * mean, 1e-300)

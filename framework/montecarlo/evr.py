@@ -363,8 +363,9 @@ def _certify_betting(
 ) -> EpsilonCertificate:
     """:func:`certify_epsilon` with the betting bound (docs/math.md §7.2).
 
-    The pilot (stream 0) fixes ``beta``, ``delta_u``, the grid and the bets; the verification
-    sample (stream 1) is only read by :func:`~minsep.framework.montecarlo.betting.walk`.
+    The pilot (stream 0) alone fixes ``beta``, ``delta_u``, the grid and the bets; the
+    verification sample (stream 1) is only read by
+    :func:`~minsep.framework.montecarlo.betting.walk`.
     """
     check_feasible_delta("certify_epsilon", delta)
     base_delta(samples, delta)  # refuses (naming m) a sample too small for any certificate
@@ -384,9 +385,6 @@ def _certify_betting(
     released: int | None = None
     plan = None
     if math.isfinite(top):
-        grid = plan_grid(fine, top, config.bins.width)
-        bets = tuple(choose_bets(h, grid, delta_u, beta, samples) for h in hists)
-        plan = BettingPlan(delta_u=delta_u, failure=beta, grid=grid, bets=bets)
         verify = sample(
             model,
             [sigma],
@@ -396,6 +394,10 @@ def _certify_betting(
             config=config,
             description="verify",
         )
+        # the plan reads the pilot only, so it is independent of the verification draws
+        grid = plan_grid(fine, top, config.bins.width)
+        bets = tuple(choose_bets(h, grid, delta_u, beta, samples) for h in hists)
+        plan = BettingPlan(delta_u=delta_u, failure=beta, grid=grid, bets=bets)
         released, _ = walk([verify.histogram(0, d) for d in verify.directions], plan)
     runs = [pilot] if verify is None else [pilot, verify]
     estimate = estimate_epsilon(runs, delta)
