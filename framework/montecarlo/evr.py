@@ -417,7 +417,8 @@ def _certify_betting(
         )
     elif released is None:
         reason = (
-            f"even the top of the grid, epsilon {plan.grid[-1]:.6g}, failed the betting test "
+            f"no grid point passed verification: even the top of the grid, epsilon "
+            f"{plan.grid[-1]:.6g}, failed the betting test "
             f"at level delta_u {delta_u:.6g} with {samples} samples; more verification or pilot "
             "samples may certify it, or use an exact accountant."
         )
