@@ -210,6 +210,8 @@ class EpsilonResult(Result):
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
+    # how a Monte Carlo certificate was verified ("betting" or "fact42"); None: not Monte Carlo
+    bound: str | None = attrs.field(default=None, validator=v.optional(v.text()))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_epsilon", self.certified_epsilon, self.epsilon)

@@ -62,7 +62,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {"steps": 500, "rate": 1 / 16, "delta": 1e-5}
 TRAINING_SHARED = ("seed", "progress")
 
 #: Without ``--samples`` or ``--precision``, Monte Carlo calibrates for this relative precision
-#: of sigma (docs/math.md §7.2): base delta delta**1.2, e.g. delta / 10 at delta = 1e-5 (about
+#: of sigma (docs/math.md §7.3): base delta delta**1.2, e.g. delta / 10 at delta = 1e-5 (about
 #: 2.3 million samples); the accounting commands' 0.05 would need 15 million there.
 TRAIN_PRECISION = 0.2
 

@@ -76,6 +76,7 @@ _ACCOUNTANT_OPTIONS = {
     "memory_budget": "memory_budget",
     "max_seconds": "max_seconds",
     "proposal": "proposal",
+    "bound": "bound",
     "pld_interval": "value_discretization_interval",
     "pld_memory_gib": "max_memory_gib",
 }
@@ -269,7 +270,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_float,
         metavar="FRACTION",
         help="without --samples: the relative gap between the certified answer and the "
-        "estimate the samples are chosen for (default 0.05; docs/math.md §7.2)",
+        "estimate the samples are chosen for (default 0.05; docs/math.md §7.3)",
     )
     mc.add_argument("--pilot-samples", type=positive_int, help="pilot (estimate) samples")
     mc.add_argument(
@@ -331,6 +332,13 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "(importance sampling from the order-lam escort, b-min-sep BandMF only; certifies tiny "
         "delta in minutes) or auto (default: escort when plain sampling cannot certify the "
         "target with --samples, and the result says so)",
+    )
+    mc.add_argument(
+        "--bound",
+        choices=["betting", "fact42"],
+        help="how a certified epsilon is verified: betting (default: a fine epsilon grid, "
+        "one failure event, the samples' own spread) or fact42 (the pilot's ladder of "
+        "candidates, Fact 4.2's Bernoulli bound with a union bound)",
     )
     mc.add_argument(
         "--progress",

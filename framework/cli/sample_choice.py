@@ -2,7 +2,7 @@
 
 Without ``--samples``, ``epsilon`` and ``calibrate`` verify on the fewest samples that reach
 ``--precision`` (default 5 %) at the question's delta
-(:func:`~minsep.framework.montecarlo.precision.samples_for_precision`, docs/math.md §7.2),
+(:func:`~minsep.framework.montecarlo.precision.samples_for_precision`, docs/math.md §7.3),
 instead of a fixed million. With ``--max-seconds`` the run is first timed (the plan's probe):
 when the estimate exceeds the limit, the samples are cut to fit and the precision this leaves
 is stated, down to :data:`~minsep.framework.montecarlo.precision.LOOSEST_PRECISION`; a run

@@ -1,5 +1,5 @@
 """Verification samples chosen from the question: delta and a target precision (docs/math.md
-§7.2).
+§7.3).
 
 The certified epsilon is the epsilon at which a verification at base delta ``delta_b <
 delta`` passes, so it exceeds the estimate ``eps_hat(delta)`` by about the change of epsilon
