@@ -627,7 +627,10 @@ def choose_accountant(
         setup.AUTO,
         scheme,
         strategy,
-        factory=lambda n: setup.build_accountant(n, given, strict=False),
+        # the CLI's --workers auto default applies to whichever accountant auto picks
+        factory=lambda n: setup.build_accountant(
+            n, default_workers(given, accountants.get(n)), strict=False
+        ),
     )
     chosen = str(accountant.registry_name)
     skipped = [

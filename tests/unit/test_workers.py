@@ -92,13 +92,27 @@ def _epsilon_args(*extra: str) -> argparse.Namespace:
 
 def test_cli_defaults_to_auto_for_monte_carlo(machine: dict[str, float]) -> None:
     machine["load"] = 0.0
-    assert common.build_accountant(_epsilon_args()).workers == 4  # type: ignore[attr-defined]
-    assert common.build_accountant(_epsilon_args("--workers", "2")).workers == 2  # type: ignore[attr-defined]
-    local = common.build_accountant(_epsilon_args("--executor", "local"))
+    mc = ("--accountant", "monte_carlo")
+    assert common.build_accountant(_epsilon_args(*mc)).workers == 4  # type: ignore[attr-defined]
+    two = common.build_accountant(_epsilon_args(*mc, "--workers", "2"))
+    assert two.workers == 2  # type: ignore[attr-defined]
+    local = common.build_accountant(_epsilon_args(*mc, "--executor", "local"))
     assert local.workers == 1  # type: ignore[attr-defined]
     machine["load"] = 0.4
-    auto = common.build_accountant(_epsilon_args("--workers", "auto"))
+    auto = common.build_accountant(_epsilon_args(*mc, "--workers", "auto"))
     assert auto.workers == 4  # type: ignore[attr-defined]
+
+
+def test_cli_accountant_auto_keeps_the_workers_default(machine: dict[str, float]) -> None:
+    """``--accountant auto`` (the default) landing on Monte Carlo gets ``--workers auto`` too."""
+    machine["load"] = 0.0
+    argv = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "4", "--bands", "4", "--steps", "64"]
+    args = build_parser().parse_args([*argv, "--rate", "0.1", "--sigma", "1"])
+    accountant, note = common.choose_accountant(
+        args, common.build_scheme(args), common.build_strategy(args)
+    )
+    assert accountant.registry_name == "monte_carlo", note
+    assert accountant.workers == 4  # type: ignore[attr-defined]
 
 
 def test_cli_auto_default_is_not_forced_on_other_accountants() -> None:
