@@ -427,6 +427,7 @@ class MonteCarloAccountant(Accountant):
             memory_budget=self._budget(),
             workers=self.workers,
             fixed_bytes=fixed_bytes(model),
+            n_steps=int(model.n_steps),
         )
         if not measure:
             return plan

@@ -250,4 +250,8 @@ command = Command(
     "train a small model with DP-SGD / BandMF noise at a calibrated sigma",
     add_arguments,
     run,
+    examples=(
+        "minsep train --scheme b_min_sep --min-sep 8 --bands 8 --epsilon 8 --delta 1e-5 "
+        "--steps 500",
+    ),
 )
