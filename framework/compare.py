@@ -41,6 +41,7 @@ from typing import Any
 
 import attrs
 
+from minsep.framework.environment import environment
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
@@ -565,13 +566,14 @@ def format_csv(rows: Sequence[ComparisonRow]) -> str:
 
 
 def format_json(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
-    """``{"setup", "rows", "warnings", "recommended_samples"}`` as indented JSON (no
+    """``{"setup", "rows", "warnings", "recommended_samples", "environment"}`` as indented JSON (no
     non-finite numbers); ``empty_reason`` is added when there is no row."""
     data: dict[str, Any] = {
         "setup": attrs.asdict(setup),
         "rows": [r.to_dict() for r in rows],
         "warnings": sample_warnings(setup, rows),
         "recommended_samples": recommended_samples(setup.delta),
+        "environment": environment(),
     }
     if not rows:
         data["empty_reason"] = empty_reason(setup)

@@ -117,6 +117,11 @@ class Result:
     strategy: dict[str, Any] = attrs.field(factory=dict, validator=_mapping)
     seconds: float = _number(0.0, v.number(low=0.0))
     notes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    #: package versions and git commit of the run that answered (``minsep.framework.
+    #: environment``); set by the accountants' public methods, None in older results.
+    environment: dict[str, str] | None = attrs.field(
+        default=None, validator=v.optional(_mapping), eq=False
+    )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

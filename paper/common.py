@@ -28,13 +28,33 @@ from typing import Any, TypeVar
 import attrs
 
 from minsep.framework.cli.common import nonnegative_int, positive_int
+from minsep.framework.environment import environment
 from minsep.framework.validation import Validator, fail
 
 #: Significant digits of every float written to a CSV or markdown table.
 DIGITS = 6
 
-#: Where the committed quick-mode outputs live.
+#: Where the committed quick-mode outputs live (written only when asked: ``--output``).
 OUTPUT_DIR = Path(__file__).resolve().parent / "outputs"
+
+#: Where runs go by default: a fresh folder per run under this one (relative to the working
+#: directory; ``runs/`` is ignored by git).
+RUNS_DIR = Path("runs")
+
+
+def fresh_output_dir(name: str, root: Path = RUNS_DIR) -> Path:
+    """A new folder ``<root>/paper-<name>-<UTC timestamp>`` (suffixed ``-2``, ``-3``, ...
+    when taken), created, so that no run overwrites another's or the committed outputs."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = root / f"paper-{name}-{stamp}"
+    path, count = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            count += 1
+            path = base.with_name(f"{base.name}-{count}")
 
 
 # --- numbers ---------------------------------------------------------------------------------
@@ -74,6 +94,47 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+#: Relative tolerance of numeric cells when a rerun is compared with the committed outputs:
+#: twice the PLD calibration's ``sigma_rtol`` (1e-3). dp_accounting's PLD composition (FFT
+#: convolutions through numpy/scipy) moves epsilon in the last digits between releases, and
+#: the sigma bisection may then stop elsewhere in its 1e-3 bracket (paper/README.md).
+RERUN_RTOL = 2e-3
+
+
+def csv_differences(
+    produced: Sequence[Mapping[str, str]],
+    committed: Sequence[Mapping[str, str]],
+    rtol: float = RERUN_RTOL,
+) -> list[str]:
+    """The cells in which two CSVs (as :func:`read_csv` rows) differ: text exactly, cells that
+    both parse as numbers within ``rtol`` relative (equal infinities and NaNs agree); a
+    different row count or header is one difference."""
+    if len(produced) != len(committed):
+        return [f"{len(produced)} rows produced, {len(committed)} committed"]
+    out = []
+    for index, (new, old) in enumerate(zip(produced, committed, strict=True)):
+        if list(new) != list(old):
+            return [f"columns {list(new)} produced, {list(old)} committed"]
+        for column, text in new.items():
+            if not _same_cell(text, old[column], rtol):
+                out.append(
+                    f"row {index + 1} {column}: {text!r} produced, {old[column]!r} committed"
+                )
+    return out
+
+
+def _same_cell(a: str, b: str, rtol: float) -> bool:
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+        return False  # equal spellings were accepted above
+    return math.isclose(x, y, rel_tol=rtol, abs_tol=0.0)
+
+
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4) -> str:
     """A GitHub markdown table; floats with ``digits`` significant digits, None as ``-``."""
 
@@ -107,8 +168,10 @@ def _plain(value: Any) -> Any:
 
 
 def write_metadata(path: Path, settings: Mapping[str, Any], timing: Mapping[str, Any]) -> Path:
-    """``{"settings": ..., "timing": ...}`` as indented JSON (settings are deterministic)."""
-    data = {"settings": _plain(settings), "timing": _plain(timing)}
+    """``{"settings", "timing", "environment"}`` as indented JSON: the settings are
+    deterministic; ``environment`` records the package versions and the git commit that
+    produced the outputs (:func:`minsep.framework.environment.environment`)."""
+    data = {"settings": _plain(settings), "timing": _plain(timing), "environment": environment()}
     return write_text(path, json.dumps(data, indent=2, sort_keys=True))
 
 
@@ -238,9 +301,12 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_seed: int) -> 
     )
     parser.add_argument(
         "--output-dir",
+        "--output",
         type=Path,
-        default=OUTPUT_DIR,
-        help=f"folder for the CSV, JSON, markdown and PNG outputs (default {OUTPUT_DIR})",
+        default=None,
+        help="folder for the CSV, JSON, markdown and PNG outputs (default: a fresh "
+        f"{RUNS_DIR}/paper-NAME-<UTC time>/; '--output paper/outputs' overwrites the committed "
+        "results)",
     )
     parser.add_argument(
         "--samples",
@@ -441,11 +507,16 @@ def run_script(
     args: argparse.Namespace,
     settings_from_args: Callable[[argparse.Namespace], tuple[Any, str]],
     run_experiment: Callable[..., dict[str, Path]],
+    name: str = "run",
 ) -> int:
-    """Run one script from parsed arguments; print its markdown tables and what it wrote."""
+    """Run one script from parsed arguments; print its markdown tables and what it wrote
+    (into ``--output-dir``, else a :func:`fresh_output_dir` named after ``name``)."""
     settings, mode = settings_from_args(args)
+    output = args.output_dir
+    if output is None:
+        output = fresh_output_dir(name)
     written = run_experiment(
-        settings, engine_options(args), args.output_dir, plots=not args.no_plot, mode=mode
+        settings, engine_options(args), output, plots=not args.no_plot, mode=mode
     )
     print(written["markdown"].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in written.values()))
