@@ -297,7 +297,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_seed: int) -> 
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="the reduced grid whose outputs are committed (minutes on 2 cores)",
+        help="the reduced grid whose outputs are committed (wall times: paper/README.md)",
     )
     parser.add_argument(
         "--output-dir",
@@ -394,16 +394,35 @@ class HeatPanel:
     ylabel: str
 
 
+#: How far the colour scale reaches past 1 on a side the data do not reach (so that 1, white,
+#: is always on the scale).
+RATIO_MARGIN = 0.01
+#: The smallest ratio (and inverse) drawn at full colour: nearer ratios stay pale, so that a
+#: 1 % difference never looks like a large one.
+RATIO_MIN_SPAN = 1.25
+
+
+def ratio_colour_range(values: Sequence[float]) -> tuple[float, float]:
+    """``(vmin, vmax)`` of a ratio colour scale centred at 1: the data's own range, widened
+    to just past 1 on a side without data (so both halves of the diverging map exist), and
+    ``1 -+ RATIO_MARGIN`` when there is no finite positive value."""
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    low = min([*finite, 1.0 - RATIO_MARGIN])
+    high = max([*finite, 1.0 + RATIO_MARGIN])
+    return min(low, 1.0 - RATIO_MARGIN), max(high, 1.0 + RATIO_MARGIN)
+
+
 def plot_ratio_heatmaps(
     path: Path, panels: Sequence[HeatPanel], colorbar_label: str, suptitle: str
 ) -> Path | None:
-    """Side-by-side heat maps of MSE ratios, centred at 1 (blue < 1 < red), each cell
-    annotated with its value; missing cells grey. Returns None when matplotlib is missing."""
+    """Side-by-side heat maps of MSE ratios on a diverging scale centred at 1 (blue < 1 <
+    red) that spans the data (:func:`ratio_colour_range`), each cell annotated with its value;
+    missing cells grey. Returns None when matplotlib is missing."""
     plt = pyplot(path.name)
     if plt is None:
         return None
     import numpy as np
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import ListedColormap, LogNorm
 
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(
@@ -412,15 +431,23 @@ def plot_ratio_heatmaps(
         finite = [
             v for p in panels for row in p.values for v in row if v is not None and math.isfinite(v)
         ]
-        # Symmetric in log scale around 1, so that r and 1/r get equally strong colours.
-        span = max([abs(math.log(v)) for v in finite if v > 0] + [math.log(1.25)])
-        norm = TwoSlopeNorm(vmin=math.exp(-span), vcenter=1.0, vmax=math.exp(span))
+        low, high = ratio_colour_range(finite)
+        # Colours symmetric in log scale around 1 (r and 1/r equally strong, white at 1), but
+        # the scale drawn only over the data: the slice of RdBu_r that [low, high] occupies.
+        span = max(abs(math.log(low)), abs(math.log(high)), math.log(RATIO_MIN_SPAN))
+
+        def position(value: float) -> float:
+            return 0.5 + math.log(value) / (2.0 * span)
+
+        full = plt.get_cmap("RdBu_r")
+        sliced = full(np.linspace(position(low), position(high), 256))
+        cmap = ListedColormap(sliced).with_extremes(bad="0.85")
+        norm = LogNorm(vmin=low, vmax=high)
         image = None
         for axis, panel in zip(axes[0], panels, strict=True):
             data = np.array(
                 [[np.nan if v is None else v for v in row] for row in panel.values], dtype=float
             )
-            cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")
             image = axis.imshow(np.ma.masked_invalid(data), cmap=cmap, norm=norm, aspect="auto")
             axis.set_xticks(range(len(panel.column_labels)), panel.column_labels)
             axis.set_yticks(range(len(panel.row_labels)), panel.row_labels)
@@ -430,12 +457,20 @@ def plot_ratio_heatmaps(
             for i, row in enumerate(panel.values):
                 for j, value in enumerate(row):
                     text = "-" if value is None else f"{value:.2f}"
-                    dark = value is not None and abs(float(norm(value)) - 0.5) > 0.3
+                    dark = value is not None and value > 0 and abs(position(value) - 0.5) > 0.3
                     colour = "white" if dark else "black"
                     axis.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
         if image is not None:
             bar = figure.colorbar(image, ax=axes[0].tolist(), shrink=0.9)
             bar.set_label(colorbar_label)
+            nice = [v for v in (0.25, 0.5, 0.75, 1.25, 1.5, 2.0, 3.0, 4.0) if low < v < high]
+            ticks = [1.0, *nice]
+            for end in (low, high):  # the data's ends, unless they would overprint a tick
+                if all(abs(math.log(end / t)) > 0.05 for t in ticks):
+                    ticks.append(end)
+            bar.set_ticks(sorted(ticks))
+            bar.ax.minorticks_off()
+            bar.ax.yaxis.set_major_formatter(lambda value, _: f"{value:.2f}")
         figure.suptitle(suptitle, y=1.03)
         try:
             return save_figure(figure, path)
