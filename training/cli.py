@@ -30,6 +30,7 @@ from minsep.framework.cli.common import (
     positive_float,
     positive_int,
 )
+from minsep.framework.environment import environment
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant
 from minsep.framework.registries import accountants
@@ -235,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
         "config": attrs.asdict(training_config(args, first_seed)),
         "summary": summary,
         "records": [r.to_dict() for r in records],
+        "environment": environment(),
     }
     path = write_json(document, args.output or default_output())
     say(f"record written to {path}")
