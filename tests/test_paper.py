@@ -326,9 +326,9 @@ QUICK_CSVS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(QUICK_CSVS))
 def test_quick_mode_reproduces_the_committed_outputs(name: str, tmp_path: Path) -> None:
-    """Rerun a quick mode (production ~13 min, multi_attribution ~10 min with 2 workers on a
-    loaded 2-core machine) and compare its CSVs with the committed ones, numbers within
-    RERUN_RTOL (paper/README.md says why)."""
+    """Rerun a quick mode (measured with 2 workers on the shared 2-core machine: production
+    6 min, multi_attribution 10 min at a load of 1.6, 30 min at a load of 3-5) and compare
+    its CSVs with the committed ones, numbers within RERUN_RTOL (paper/README.md says why)."""
     module = {"production": production, "multi_attribution": multi_attribution}[name]
     argv = ["--quick", "--output-dir", str(tmp_path), "--no-plot", "--workers", "2"]
     assert module.main(argv) == 0  # the worker count does not change the numbers
