@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip
 DEMO_EXTRAS := fast
 TEST_EXTRAS := dev,fast,dist,plot,data
 
-.PHONY: demo test test-all lint bench gpu-check clean venv
+.PHONY: demo test test-all lint bench gpu-check clean venv shell
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ DEMO_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(DEMO_EXTRAS))
 TEST_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(TEST_EXTRAS))
 
 venv: $(TEST_STAMP)
+
+# An interactive shell with .venv activated, so that `minsep` is on PATH (`exit` leaves it).
+shell: $(DEMO_STAMP)
+	@echo "minsep is on PATH in this shell; 'exit' leaves it"
+	@. $(VENV)/bin/activate && exec $${SHELL:-/bin/sh} -i
 
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/minsep compare --steps 1024 --rate 1/256 --delta 1e-3 --epsilon 2 \

@@ -138,6 +138,18 @@ def _proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
     )
 
 
+def _estimate_index(deltas: tuple[float, ...], delta: float) -> int:
+    """The last sweep index down to which every empirical delta is <= ``delta`` (-1: none):
+    Algorithm 5's walk with the target delta in place of the base delta, i.e. the sigma the
+    point estimate alone would select (no verification margin, no guarantee)."""
+    index = -1
+    for i, observed in enumerate(deltas):
+        if observed > delta:
+            break
+        index = i
+    return index
+
+
 def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
@@ -439,6 +451,7 @@ class MonteCarloAccountant(Accountant):
             memory_budget=self._budget(),
             workers=self.workers,
             fixed_bytes=fixed_bytes(model),
+            n_steps=int(model.n_steps),
         )
         if not measure:
             return plan
@@ -678,6 +691,12 @@ class MonteCarloAccountant(Accountant):
                 "every sweep entry passed: a smaller sigma may also be certifiable (lower "
                 "sigma_low or widen the sweep)."
             )
+        estimate = _estimate_index(result.deltas, delta)
+        if estimate == len(sweep) - 1:
+            notes.append(
+                "the point estimate passes delta at every sweep entry: sigma_estimate is the "
+                "sweep's smallest entry, an upper end of what the estimate alone would select."
+            )
         notes += [*why, *_proposal_notes(result.proposal)]
         return CalibrationResult(
             **self._provenance(question, model),
@@ -693,6 +712,7 @@ class MonteCarloAccountant(Accountant):
             failure_probability=result.failure_probability,
             base_delta=result.base_delta,
             pilot_samples=self._pilot(),
+            sigma_estimate=sweep[max(estimate, result.index)],
         )
 
     def curve(

@@ -39,17 +39,21 @@ import csv
 import io
 import json
 import math
+import textwrap
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from minsep.framework.environment import environment
 from minsep.framework.errors import CalibrationError, ConfigurationError, MinsepError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.montecarlo.bounds import min_samples
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import accountants, schemes
+from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import (
     PREFERENCE,
     build_accountant,
@@ -215,6 +219,20 @@ class ComparisonRow:
     certified (``note`` says why). ``epsilon`` is the certified epsilon: the exact epsilon at
     ``sigma`` for exact accountants, the calibration target for Monte Carlo calibration (which
     holds except with ``failure_probability``, folded into delta by Algorithm 5).
+
+    What each row was accounted at: ``delta`` is the target; ``base_delta`` is the delta a
+    Monte Carlo row was actually verified at (docs/math.md §7: base delta < delta, the rest
+    pays for the verification failure), with ``samples`` verification draws per direction;
+    both are None for exact rows, which are accounted at ``delta`` itself.
+
+    ``sigma_low`` (calibrated rows) is the lower end of the uncertainty of ``sigma``: the
+    smallest noise multiplier meeting the target lies in ``[sigma_low, sigma]`` to what the
+    accountant resolved. Exact accountants: the last sigma their search found failing the
+    target (bisection bracket, width ``sigma_rtol``). Monte Carlo: the sigma the point estimate
+    alone would select (``CalibrationResult.sigma_estimate``), so the gap is the price of
+    certifying with ``samples`` draws at ``base_delta`` and shrinks as samples grow. ``mse_low``
+    is the MSE at ``sigma_low``; two rows whose ``[mse_low, mse]`` intervals overlap are not
+    ranked reliably at this sample count.
     """
 
     family: str
@@ -233,10 +251,20 @@ class ComparisonRow:
     seconds: float = 0.0
     note: str = ""
     strategy: str = ""
+    base_delta: float | None = None
+    samples: int | None = None
+    sigma_low: float | None = None
+    mse_low: float | None = None
+
+    @property
+    def accounted_delta(self) -> float:
+        """The delta this row was accounted at: the base delta of a Monte Carlo row, else
+        the target delta."""
+        return self.delta if self.base_delta is None else self.base_delta
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON/CSV ready)."""
-        return attrs.asdict(self)
+        """Plain data (JSON/CSV ready), with ``accounted_delta``."""
+        return {**attrs.asdict(self), "accounted_delta": self.accounted_delta}
 
 
 @attrs.frozen
@@ -307,10 +335,17 @@ def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) ->
     for name in setup.families or ():
         if name in schemes and not any(p.family == name for p in proposals):
             required = [p.flag for p in schemes.get(name).parameters() if p.required]
+            large = [k for k in setup.bands if not setup.min_seps_for(k)]
+            why = (
+                f"no feasible min-sep for bands {', '.join(map(str, large))} (> |D|/B = "
+                f"{setup.epoch_length:.6g}), or it needs options without defaults"
+                if large
+                else "it needs options without defaults"
+            )
             warn(
-                f"compare: scheme {name!r} proposes no rows at this setup: it needs options "
-                f"without defaults ({', '.join(required) or 'none'}); its class can propose "
-                "rows through compare_variants (docs/adding-a-scheme.md)"
+                f"compare: scheme {name!r} proposes no rows at this setup: {why} "
+                f"({', '.join(required) or 'none'}); its class can propose rows through "
+                "compare_variants (docs/adding-a-scheme.md)"
             )
     for proposal in proposals:
         if setup.families is not None and proposal.family not in setup.families:
@@ -350,10 +385,16 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
     note = ""
     failure = 0.0
     method = "exact"
+    base: float | None = None
+    samples: int | None = None
+    sigma_low: float | None = None
+    mse_low: float | None = None
     try:
         if setup.epsilon is not None:
             cal = accountant.calibrate(scheme, strategy, setup.epsilon, setup.delta)
             sigma, method, failure = cal.sigma, cal.method, cal.failure_probability
+            base, samples = cal.base_delta, cal.samples
+            sigma_low = _sigma_low(cal)
             if method == "exact":
                 epsilon = accountant.epsilon(scheme, strategy, sigma, setup.delta).certified_epsilon
             else:
@@ -367,7 +408,10 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
             sigma = setup.sigma
             res = accountant.epsilon(scheme, strategy, sigma, setup.delta)
             epsilon, method, failure = res.certified_epsilon, res.method, res.failure_probability
-        mse: float | None = strategy.prefix_mse(setup.n_steps) * sigma**2
+            base, samples = res.base_delta, res.samples
+        unit = strategy.prefix_mse(setup.n_steps)
+        mse: float | None = unit * sigma**2
+        mse_low = None if sigma_low is None else unit * sigma_low**2
     except CalibrationError as exc:
         sigma = epsilon = mse = None
         note = f"not certified: {exc}"
@@ -387,7 +431,22 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
         seconds=time.perf_counter() - start,
         note=note,
         strategy=item.strategy_name,
+        base_delta=base,
+        samples=samples,
+        sigma_low=sigma_low,
+        mse_low=mse_low,
     )
+
+
+def _sigma_low(cal: CalibrationResult) -> float | None:
+    """The lower end of a calibrated sigma's uncertainty (:class:`ComparisonRow`): the Monte
+    Carlo point estimate's sigma, else the largest examined sigma below the returned one (the
+    search found it failing the target: the bracket of an exact search); None when neither
+    is known."""
+    if cal.sigma_estimate is not None:
+        return min(cal.sigma_estimate, cal.sigma)
+    below = [c for c in cal.candidates if c < cal.sigma]
+    return max(below) if below else None
 
 
 def compare(setup: ComparisonSetup, progress: Progress | None = None) -> list[ComparisonRow]:
@@ -427,11 +486,80 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("bands", "bands"),
     ("min_sep", "b"),
     ("sigma", "sigma"),
+    ("sigma_low", "sigma low"),
     ("epsilon", "cert. eps"),
+    ("accounted_delta", "delta used"),
+    ("samples", "samples"),
     ("mse", "MSE"),
     ("mse_ratio", "MSE/best"),
     ("accountant", "accountant"),
 )
+
+#: A Monte Carlo row should keep at least this fraction of the target delta as its base delta
+#: (the rest pays for the verification failure, docs/math.md §7); fewer samples are warned.
+BASE_DELTA_FRACTION = 0.5
+
+#: The table's legend of the columns that are not self-explanatory.
+LEGEND = (
+    "sigma low: the smallest sigma meeting the target lies in [sigma low, sigma] (exact rows: "
+    "the search bracket; Monte Carlo rows: the sigma of the point estimate alone, so the gap is "
+    "the cost of verifying with these samples). delta used: the target delta for exact rows, "
+    "the base delta Monte Carlo rows were verified at; samples: verification samples per "
+    "direction."
+)
+
+
+def recommended_samples(delta: float) -> int | None:
+    """Verification samples per direction with which a Monte Carlo row keeps a base delta of
+    at least ``BASE_DELTA_FRACTION * delta`` (:func:`~minsep.framework.montecarlo.bounds.
+    min_samples`); None when no feasible run does."""
+    try:
+        return min_samples(BASE_DELTA_FRACTION * delta, delta)
+    except ConfigurationError:
+        return None
+
+
+def sample_warnings(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> list[str]:
+    """One warning per distinct sample count of Monte Carlo rows below
+    :func:`recommended_samples`: their sigma is inflated by the verification margin, so their
+    MSE ratios against exact rows depend on the sample count, not only on the scheme."""
+    need = recommended_samples(setup.delta)
+    out = []
+    for samples in sorted({r.samples for r in rows if r.samples is not None}):
+        if need is not None and samples >= need:
+            continue
+        bases = [r.base_delta for r in rows if r.samples == samples and r.base_delta]
+        base = f" at base delta {fmt(min(bases), 3)}" if bases else ""
+        wanted = (
+            f"needs >= {need:,} samples per direction for a base delta >= "
+            f"{BASE_DELTA_FRACTION:g} delta"
+            if need is not None
+            else "cannot keep that base delta with any feasible sample count"
+        )
+        out.append(
+            f"Monte Carlo rows were verified with {samples:,} samples per direction{base} "
+            f"(target delta {setup.delta:g}); delta = {setup.delta:g} {wanted} (--samples). "
+            "Their sigma and MSE include the verification margin: rank them against exact rows "
+            "by the [sigma low, sigma] interval, not by sigma alone."
+        )
+    return out
+
+
+def empty_reason(setup: ComparisonSetup) -> str:
+    """Why :func:`compare` found no row for ``setup`` (for an empty table)."""
+    top = setup.epoch_length
+    large = [k for k in setup.bands if k > math.floor(top * (1 + 1e-12))]
+    reasons = []
+    if large:
+        reasons.append(
+            f"bands {', '.join(map(str, large))} > |D|/B = {top:.6g} (a banded strategy needs "
+            "a min-sep b with bands <= b <= |D|/B)"
+        )
+    if setup.families is not None:
+        reasons.append(f"only the families {', '.join(setup.families)} were asked for")
+    if not reasons:
+        reasons.append("no registered scheme proposed a feasible row (see the warnings above)")
+    return "no rows: " + "; ".join(reasons)
 
 
 #: The strategy column, shown when extra strategies are compared.
@@ -470,6 +598,8 @@ def format_table(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
         f"n = {setup.n_steps}, p0 = {setup.rate:.6g} (|D|/B = {setup.epoch_length:.6g}), "
         f"delta = {setup.delta:g}, {target}"
     )
+    if not rows:
+        return "\n".join([title, empty_reason(setup)])
     columns = COLUMNS if not setup.strategies else (COLUMNS[0], STRATEGY_COLUMN, *COLUMNS[1:])
     cells = [[_cell(getattr(r, key)) for key, _ in columns] for r in rows]
     heads = [head for _, head in columns]
@@ -488,16 +618,18 @@ def format_table(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
             for r in best_strategies(rows)
         ]
         out += ["best strategy per scheme (smallest MSE at a certified sigma):", *winners]
+    out += textwrap.wrap(LEGEND, width=100)
     notes = [f"  {r.label} (bands {r.bands}, b {r.min_sep}): {r.note}" for r in rows if r.note]
     if notes:
         out += ["notes:", *notes]
+    out += [f"warning: {w}" for w in sample_warnings(setup, rows)]
     return "\n".join(out)
 
 
 def format_csv(rows: Sequence[ComparisonRow]) -> str:
     """CSV with one header line and the fields of :class:`ComparisonRow`."""
     buffer = io.StringIO()
-    names = [f.name for f in attrs.fields(ComparisonRow)]
+    names = [*(f.name for f in attrs.fields(ComparisonRow)), "accounted_delta"]
     writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for row in rows:
@@ -506,8 +638,17 @@ def format_csv(rows: Sequence[ComparisonRow]) -> str:
 
 
 def format_json(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> str:
-    """``{"setup": ..., "rows": [...]}`` as indented JSON (no non-finite numbers)."""
-    data = {"setup": attrs.asdict(setup), "rows": [r.to_dict() for r in rows]}
+    """``{"setup", "rows", "warnings", "recommended_samples", "environment"}`` as indented JSON (no
+    non-finite numbers); ``empty_reason`` is added when there is no row."""
+    data: dict[str, Any] = {
+        "setup": attrs.asdict(setup),
+        "rows": [r.to_dict() for r in rows],
+        "warnings": sample_warnings(setup, rows),
+        "recommended_samples": recommended_samples(setup.delta),
+        "environment": environment(),
+    }
+    if not rows:
+        data["empty_reason"] = empty_reason(setup)
     return json.dumps(data, indent=2, allow_nan=False)
 
 
@@ -519,8 +660,11 @@ __all__ = [
     "available_families",
     "best_strategies",
     "compare",
+    "empty_reason",
     "format_csv",
     "format_json",
     "format_table",
     "plan",
+    "recommended_samples",
+    "sample_warnings",
 ]

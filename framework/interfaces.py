@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_chec
 import attrs
 import numpy as np
 
+from minsep.framework.environment import environment
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.validation import check_keywords, check_range
 
@@ -602,10 +603,13 @@ class Question:
         )
 
     def timed(self, answer: Callable[[Question], R]) -> R:
-        """``answer(self)`` with ``seconds`` set to the wall time it took."""
+        """``answer(self)`` with ``seconds`` set to the wall time it took and the
+        ``environment`` (package versions, git commit) that computed it."""
         start = time.perf_counter()
         result = answer(self)
-        return attrs.evolve(result, seconds=time.perf_counter() - start)  # type: ignore[misc]
+        return attrs.evolve(  # type: ignore[misc]
+            result, seconds=time.perf_counter() - start, environment=environment()
+        )
 
 
 class Accountant(ABC):

@@ -120,6 +120,11 @@ class Result:
     # the quick deterministic bound printed before a long run (framework/cli/first_answer.py):
     # quantity, value, accountant, method, bounds; None when none was computed
     first_answer: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
+    #: package versions and git commit of the run that answered (``minsep.framework.
+    #: environment``); set by the accountants' public methods, None in older results.
+    environment: dict[str, str] | None = attrs.field(
+        default=None, validator=v.optional(_mapping), eq=False
+    )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -273,6 +278,11 @@ class CalibrationResult(Result):
     ``sigma`` is conservative: the run is (epsilon, delta)-DP at ``sigma`` (for Monte Carlo:
     except with ``failure_probability``, already folded into ``delta`` by Algorithm 5).
     ``candidates`` lists the sigma values examined, most private first.
+    ``sigma_estimate`` (Monte Carlo) is the sigma the point estimate alone would select: the
+    smallest sweep entry down to which the empirical delta stays <= ``delta`` itself (not the
+    base delta) on the verification draws. It carries no guarantee; ``[sigma_estimate,
+    sigma]`` is what verifying with ``samples`` draws at ``base_delta`` costs, and it narrows
+    as ``samples`` grows. None for exact accountants (their sigma has no sampling error).
     """
 
     kind: ClassVar[str] = "calibration"
@@ -293,6 +303,7 @@ class CalibrationResult(Result):
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
+    sigma_estimate: float | None = _optional(_SIGMA)
 
 
 def _grid(name: str, values: Any, high: float) -> tuple[float, ...]:

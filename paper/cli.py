@@ -47,6 +47,10 @@ command = Command(
     "reproduce the paper's experiments (mse_comparison, production, multi_attribution)",
     _add_arguments,
     _run,
+    examples=(
+        "minsep paper mse_comparison --quick",
+        "minsep paper production --quick --output paper/outputs   # overwrite the committed",
+    ),
 )
 
 __all__ = ["EXPERIMENTS", "command"]

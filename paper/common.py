@@ -28,14 +28,34 @@ from typing import Any, TypeVar
 import attrs
 
 from minsep.framework.cli.common import nonnegative_int, positive_int
+from minsep.framework.environment import environment
 from minsep.framework.validation import Validator, fail
 from minsep.framework.workers import parse_workers, resolve_workers
 
 #: Significant digits of every float written to a CSV or markdown table.
 DIGITS = 6
 
-#: Where the committed quick-mode outputs live.
+#: Where the committed quick-mode outputs live (written only when asked: ``--output``).
 OUTPUT_DIR = Path(__file__).resolve().parent / "outputs"
+
+#: Where runs go by default: a fresh folder per run under this one (relative to the working
+#: directory; ``runs/`` is ignored by git).
+RUNS_DIR = Path("runs")
+
+
+def fresh_output_dir(name: str, root: Path = RUNS_DIR) -> Path:
+    """A new folder ``<root>/paper-<name>-<UTC timestamp>`` (suffixed ``-2``, ``-3``, ...
+    when taken), created, so that no run overwrites another's or the committed outputs."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = root / f"paper-{name}-{stamp}"
+    path, count = base, 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            count += 1
+            path = base.with_name(f"{base.name}-{count}")
 
 
 # --- numbers ---------------------------------------------------------------------------------
@@ -75,6 +95,47 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+#: Relative tolerance of numeric cells when a rerun is compared with the committed outputs:
+#: twice the PLD calibration's ``sigma_rtol`` (1e-3). dp_accounting's PLD composition (FFT
+#: convolutions through numpy/scipy) moves epsilon in the last digits between releases, and
+#: the sigma bisection may then stop elsewhere in its 1e-3 bracket (paper/README.md).
+RERUN_RTOL = 2e-3
+
+
+def csv_differences(
+    produced: Sequence[Mapping[str, str]],
+    committed: Sequence[Mapping[str, str]],
+    rtol: float = RERUN_RTOL,
+) -> list[str]:
+    """The cells in which two CSVs (as :func:`read_csv` rows) differ: text exactly, cells that
+    both parse as numbers within ``rtol`` relative (equal infinities and NaNs agree); a
+    different row count or header is one difference."""
+    if len(produced) != len(committed):
+        return [f"{len(produced)} rows produced, {len(committed)} committed"]
+    out = []
+    for index, (new, old) in enumerate(zip(produced, committed, strict=True)):
+        if list(new) != list(old):
+            return [f"columns {list(new)} produced, {list(old)} committed"]
+        for column, text in new.items():
+            if not _same_cell(text, old[column], rtol):
+                out.append(
+                    f"row {index + 1} {column}: {text!r} produced, {old[column]!r} committed"
+                )
+    return out
+
+
+def _same_cell(a: str, b: str, rtol: float) -> bool:
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+        return False  # equal spellings were accepted above
+    return math.isclose(x, y, rel_tol=rtol, abs_tol=0.0)
+
+
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], digits: int = 4) -> str:
     """A GitHub markdown table; floats with ``digits`` significant digits, None as ``-``."""
 
@@ -108,8 +169,10 @@ def _plain(value: Any) -> Any:
 
 
 def write_metadata(path: Path, settings: Mapping[str, Any], timing: Mapping[str, Any]) -> Path:
-    """``{"settings": ..., "timing": ...}`` as indented JSON (settings are deterministic)."""
-    data = {"settings": _plain(settings), "timing": _plain(timing)}
+    """``{"settings", "timing", "environment"}`` as indented JSON: the settings are
+    deterministic; ``environment`` records the package versions and the git commit that
+    produced the outputs (:func:`minsep.framework.environment.environment`)."""
+    data = {"settings": _plain(settings), "timing": _plain(timing), "environment": environment()}
     return write_text(path, json.dumps(data, indent=2, sort_keys=True))
 
 
@@ -235,13 +298,16 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_seed: int) -> 
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="the reduced grid whose outputs are committed (minutes on 2 cores)",
+        help="the reduced grid whose outputs are committed (wall times: paper/README.md)",
     )
     parser.add_argument(
         "--output-dir",
+        "--output",
         type=Path,
-        default=OUTPUT_DIR,
-        help=f"folder for the CSV, JSON, markdown and PNG outputs (default {OUTPUT_DIR})",
+        default=None,
+        help="folder for the CSV, JSON, markdown and PNG outputs (default: a fresh "
+        f"{RUNS_DIR}/paper-NAME-<UTC time>/; '--output paper/outputs' overwrites the committed "
+        "results)",
     )
     parser.add_argument(
         "--samples",
@@ -332,16 +398,35 @@ class HeatPanel:
     ylabel: str
 
 
+#: How far the colour scale reaches past 1 on a side the data do not reach (so that 1, white,
+#: is always on the scale).
+RATIO_MARGIN = 0.01
+#: The smallest ratio (and inverse) drawn at full colour: nearer ratios stay pale, so that a
+#: 1 % difference never looks like a large one.
+RATIO_MIN_SPAN = 1.25
+
+
+def ratio_colour_range(values: Sequence[float]) -> tuple[float, float]:
+    """``(vmin, vmax)`` of a ratio colour scale centred at 1: the data's own range, widened
+    to just past 1 on a side without data (so both halves of the diverging map exist), and
+    ``1 -+ RATIO_MARGIN`` when there is no finite positive value."""
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    low = min([*finite, 1.0 - RATIO_MARGIN])
+    high = max([*finite, 1.0 + RATIO_MARGIN])
+    return min(low, 1.0 - RATIO_MARGIN), max(high, 1.0 + RATIO_MARGIN)
+
+
 def plot_ratio_heatmaps(
     path: Path, panels: Sequence[HeatPanel], colorbar_label: str, suptitle: str
 ) -> Path | None:
-    """Side-by-side heat maps of MSE ratios, centred at 1 (blue < 1 < red), each cell
-    annotated with its value; missing cells grey. Returns None when matplotlib is missing."""
+    """Side-by-side heat maps of MSE ratios on a diverging scale centred at 1 (blue < 1 <
+    red) that spans the data (:func:`ratio_colour_range`), each cell annotated with its value;
+    missing cells grey. Returns None when matplotlib is missing."""
     plt = pyplot(path.name)
     if plt is None:
         return None
     import numpy as np
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import ListedColormap, LogNorm
 
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(
@@ -350,15 +435,23 @@ def plot_ratio_heatmaps(
         finite = [
             v for p in panels for row in p.values for v in row if v is not None and math.isfinite(v)
         ]
-        # Symmetric in log scale around 1, so that r and 1/r get equally strong colours.
-        span = max([abs(math.log(v)) for v in finite if v > 0] + [math.log(1.25)])
-        norm = TwoSlopeNorm(vmin=math.exp(-span), vcenter=1.0, vmax=math.exp(span))
+        low, high = ratio_colour_range(finite)
+        # Colours symmetric in log scale around 1 (r and 1/r equally strong, white at 1), but
+        # the scale drawn only over the data: the slice of RdBu_r that [low, high] occupies.
+        span = max(abs(math.log(low)), abs(math.log(high)), math.log(RATIO_MIN_SPAN))
+
+        def position(value: float) -> float:
+            return 0.5 + math.log(value) / (2.0 * span)
+
+        full = plt.get_cmap("RdBu_r")
+        sliced = full(np.linspace(position(low), position(high), 256))
+        cmap = ListedColormap(sliced).with_extremes(bad="0.85")
+        norm = LogNorm(vmin=low, vmax=high)
         image = None
         for axis, panel in zip(axes[0], panels, strict=True):
             data = np.array(
                 [[np.nan if v is None else v for v in row] for row in panel.values], dtype=float
             )
-            cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")
             image = axis.imshow(np.ma.masked_invalid(data), cmap=cmap, norm=norm, aspect="auto")
             axis.set_xticks(range(len(panel.column_labels)), panel.column_labels)
             axis.set_yticks(range(len(panel.row_labels)), panel.row_labels)
@@ -368,12 +461,20 @@ def plot_ratio_heatmaps(
             for i, row in enumerate(panel.values):
                 for j, value in enumerate(row):
                     text = "-" if value is None else f"{value:.2f}"
-                    dark = value is not None and abs(float(norm(value)) - 0.5) > 0.3
+                    dark = value is not None and value > 0 and abs(position(value) - 0.5) > 0.3
                     colour = "white" if dark else "black"
                     axis.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
         if image is not None:
             bar = figure.colorbar(image, ax=axes[0].tolist(), shrink=0.9)
             bar.set_label(colorbar_label)
+            nice = [v for v in (0.25, 0.5, 0.75, 1.25, 1.5, 2.0, 3.0, 4.0) if low < v < high]
+            ticks = [1.0, *nice]
+            for end in (low, high):  # the data's ends, unless they would overprint a tick
+                if all(abs(math.log(end / t)) > 0.05 for t in ticks):
+                    ticks.append(end)
+            bar.set_ticks(sorted(ticks))
+            bar.ax.minorticks_off()
+            bar.ax.yaxis.set_major_formatter(lambda value, _: f"{value:.2f}")
         figure.suptitle(suptitle, y=1.03)
         try:
             return save_figure(figure, path)
@@ -445,11 +546,16 @@ def run_script(
     args: argparse.Namespace,
     settings_from_args: Callable[[argparse.Namespace], tuple[Any, str]],
     run_experiment: Callable[..., dict[str, Path]],
+    name: str = "run",
 ) -> int:
-    """Run one script from parsed arguments; print its markdown tables and what it wrote."""
+    """Run one script from parsed arguments; print its markdown tables and what it wrote
+    (into ``--output-dir``, else a :func:`fresh_output_dir` named after ``name``)."""
     settings, mode = settings_from_args(args)
+    output = args.output_dir
+    if output is None:
+        output = fresh_output_dir(name)
     written = run_experiment(
-        settings, engine_options(args), args.output_dir, plots=not args.no_plot, mode=mode
+        settings, engine_options(args), output, plots=not args.no_plot, mode=mode
     )
     print(written["markdown"].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in written.values()))

@@ -32,7 +32,15 @@ from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.bounds import kl_upper_confidence
 from minsep.framework.validation import integer, positive, positive_int, probability
-from minsep.paper.common import OUTPUT_DIR, STYLE, pyplot, save_figure, tuple_of, write_csv
+from minsep.paper.common import (
+    OUTPUT_DIR,
+    STYLE,
+    fresh_output_dir,
+    pyplot,
+    save_figure,
+    tuple_of,
+    write_csv,
+)
 from minsep.schemes import BMinSep, CyclicPoisson
 from minsep.strategies import BandedToeplitz
 
@@ -232,11 +240,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m paper.limits [--quick] [--output-dir DIR] [--no-plot]``."""
     parser = argparse.ArgumentParser(prog="paper.limits", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output-dir", type=Path, default=OUTPUT_DIR)
+    parser.add_argument(
+        "--output-dir",
+        "--output",
+        type=Path,
+        default=None,
+        help=f"output folder (default: a fresh runs/paper-limits-<UTC time>/; '--output "
+        f"{OUTPUT_DIR}' overwrites the committed results)",
+    )
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
-    path = run_experiment(settings, args.output_dir, plots=not args.no_plot)
+    output = fresh_output_dir(NAME) if args.output_dir is None else args.output_dir
+    path = run_experiment(settings, output, plots=not args.no_plot)
     print(path.read_text(encoding="utf-8"))
     return 0
 

@@ -607,7 +607,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[MASettings, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run from parsed arguments; prints the markdown tables."""
-    return run_script(args, settings_from_args, run_experiment)
+    return run_script(args, settings_from_args, run_experiment, NAME)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

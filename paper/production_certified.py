@@ -43,7 +43,13 @@ from minsep.framework.montecarlo import (
 )
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
 from minsep.framework.workers import parse_workers, resolve_workers
-from minsep.paper.common import markdown_table, read_csv, write_metadata, write_text
+from minsep.paper.common import (
+    fresh_output_dir,
+    markdown_table,
+    read_csv,
+    write_metadata,
+    write_text,
+)
 from minsep.paper.production import PAPER_SIGMA_B_MIN_SEP
 from minsep.schemes import BMinSep
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
@@ -299,8 +305,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=parse_workers, default=2, help="worker processes, or auto (default 2)"
     )
-    parser.add_argument("--output-dir", type=Path, default=OUTPUTS)
+    parser.add_argument(
+        "--output-dir",
+        "--output",
+        type=Path,
+        default=None,
+        help="output folder (default: a fresh runs/paper-production_certified-<UTC time>/; "
+        "give the same folder to parts run as separate processes; '--output paper/outputs' "
+        "overwrites the committed results)",
+    )
     args = parser.parse_args(argv)
+    if args.output_dir is None:
+        args.output_dir = fresh_output_dir(NAME)
     samples, pilot = (20_000, 2_000) if args.quick else (100_000, 4_000)
     args.output_dir.mkdir(parents=True, exist_ok=True)
     mode = "quick" if args.quick else "full"

@@ -37,6 +37,7 @@ from minsep.framework.cli.common import (
 )
 from minsep.framework.cli.first_answer import first_answer
 from minsep.framework.cli.sample_choice import choose_samples
+from minsep.framework.environment import environment
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant
 from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
@@ -258,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
         "config": attrs.asdict(training_config(args, first_seed)),
         "summary": summary,
         "records": [r.to_dict() for r in records],
+        "environment": environment(),
     }
     path = write_json(document, args.output or default_output())
     say(f"record written to {path}")
@@ -273,4 +275,8 @@ command = Command(
     "train a small model with DP-SGD / BandMF noise at a calibrated sigma",
     add_arguments,
     run,
+    examples=(
+        "minsep train --scheme b_min_sep --min-sep 8 --bands 8 --epsilon 8 --delta 1e-5 "
+        "--steps 500",
+    ),
 )

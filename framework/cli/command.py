@@ -17,9 +17,17 @@ class Command:
         help: one line shown by ``minsep --help``.
         add_arguments: fills the subcommand's argparse parser.
         run: executes the parsed arguments and returns the exit status.
+        examples: complete command lines shown under "examples:" by ``minsep COMMAND --help``.
     """
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    examples: tuple[str, ...] = ()
+
+    def epilog(self) -> str | None:
+        """The examples as the help's closing block (None when there are none)."""
+        if not self.examples:
+            return None
+        return "examples:\n" + "\n".join(f"  {line}" for line in self.examples)

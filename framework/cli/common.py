@@ -53,6 +53,7 @@ __all__ = [
     "provenance_lines",
     "sample_lines",
     "scheme_options",
+    "throughput",
     "warn",
 ]
 
@@ -241,7 +242,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate",
         type=parse_rate,
         default=1 / 256,
-        help="participation rate p0 = expected batch size / dataset size (e.g. 1/256)",
+        help="participation rate p0 = expected batch size / dataset size (default: 1/256)",
     )
     setup.add_argument(
         "--bands",
@@ -578,12 +579,21 @@ def sample_lines(
     lines.append(f"seconds              {seconds:.3f}")
     if samples is not None and seconds > 0:
         drawn = 2 * (samples + (pilot or 0))
-        rate = drawn / seconds
-        text = f"{rate:,.0f} loss samples/s"
-        if n_steps:
-            text += f" = {rate * n_steps:.3g} sample·steps/s (both directions, pilot included)"
+        text = throughput(drawn, seconds, n_steps, "both directions, pilot included")
         lines.append(f"throughput           {text}")
     return lines
+
+
+def throughput(samples: int, seconds: float, n_steps: int | None, detail: str = "") -> str:
+    """``samples`` loss samples of ``n_steps`` steps in ``seconds``, in the one unit every
+    command reports: sample·steps/s (samples/s when the step count is unknown); ``detail``
+    is appended inside the parentheses."""
+    rate = samples / seconds
+    extra = f", {detail}" if detail else ""
+    if n_steps:
+        per = f"{samples:,} loss samples of {n_steps} steps{extra}"
+        return f"{rate * n_steps:.3g} sample·steps/s ({per})"
+    return f"{rate:.3g} samples/s ({samples:,} loss samples{extra})"
 
 
 def provenance_lines(result: EpsilonResult | DeltaResult) -> list[str]:

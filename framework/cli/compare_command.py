@@ -51,7 +51,7 @@ def _delta(text: str) -> float:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     setup = parser.add_argument_group("setup")
-    setup.add_argument("--steps", type=positive_int, default=1024, help="training steps n (1024)")
+    setup.add_argument("--steps", type=positive_int, default=1024, help="training steps n")
     setup.add_argument(
         "--rate",
         type=parse_rate,
@@ -61,15 +61,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     setup.add_argument(
         "--dataset-size", type=positive_int, help="dataset size |D| (with --batch-size: p0 = B/|D|)"
     )
-    setup.add_argument("--delta", type=_delta, default=1e-3, help="target delta (1e-3)")
+    setup.add_argument("--delta", type=_delta, default=1e-3, help="target delta")
     target = setup.add_mutually_exclusive_group()
     target.add_argument(
-        "--epsilon", type=positive_float, help="target epsilon: calibrate sigma per row (2)"
+        "--epsilon",
+        type=positive_float,
+        help="target epsilon: calibrate sigma per row (default: 2 unless --sigma is given)",
     )
     target.add_argument("--sigma", type=positive_float, help="a fixed noise multiplier")
     grid = parser.add_argument_group("grid")
     grid.add_argument(
-        "--bands", type=_int_list, default=(1, 4, 8), help="bands values, e.g. 1,4,8 (default)"
+        "--bands", type=_int_list, default=(1, 4, 8), help="bands values k, comma-separated"
     )
     grid.add_argument(
         "--min-seps",
@@ -199,6 +201,11 @@ command = Command(
     "b-min-sep, unamplified, plugins) at one setup",
     _add_arguments,
     _run,
+    examples=(
+        "minsep compare --steps 1024 --rate 1/256 --epsilon 2 --bands 4,8 --samples 75000",
+        "minsep compare --steps 1024 --batch-size 256 --dataset-size 65536 --sigma 1.2 "
+        "--schemes poisson,cyclic_poisson --json",
+    ),
 )
 
 # The library names are re-exported for callers of the former location.

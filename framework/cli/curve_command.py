@@ -203,4 +203,10 @@ command = Command(
     "delta(epsilon) on a grid of epsilons, certified together (composable, docs/math.md §7.1)",
     _add_arguments,
     _run,
+    examples=(
+        "minsep curve --scheme b_min_sep --min-sep 8 --bands 8 --steps 1024 --rate 1/256 "
+        "--sigma 1 --epsilon-grid 0:8:33 --json",
+        "minsep curve --scheme poisson --steps 1000 --rate 0.01 --sigma 1.1 --accountant pld "
+        "--epsilon-grid 0:4:17",
+    ),
 )

@@ -84,5 +84,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 command = Command(
-    "delta", "delta at a target epsilon (estimate and certified bound)", _add_arguments, _run
+    "delta",
+    "delta at a target epsilon (estimate and certified bound)",
+    _add_arguments,
+    _run,
+    examples=(
+        "minsep delta --scheme b_min_sep --min-sep 8 --bands 8 --steps 1024 --rate 1/256 "
+        "--sigma 1 --epsilon 2 --samples 100000 --seed 7",
+        "minsep delta --scheme poisson --steps 1000 --rate 0.01 --sigma 1.1 --epsilon 2 "
+        "--accountant pld",
+    ),
 )

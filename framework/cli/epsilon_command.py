@@ -69,5 +69,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 command = Command(
-    "epsilon", "epsilon at a target delta (estimate and certified bound)", _add_arguments, _run
+    "epsilon",
+    "epsilon at a target delta (estimate and certified bound)",
+    _add_arguments,
+    _run,
+    examples=(
+        "minsep epsilon --scheme b_min_sep --min-sep 8 --bands 8 --steps 1024 --rate 1/256 "
+        "--sigma 1 --delta 1e-3 --samples 100000 --seed 7",
+        "minsep epsilon --scheme poisson --steps 1000 --rate 0.01 --sigma 1.1 --accountant pld",
+    ),
 )

@@ -71,17 +71,46 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageExit(message)
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help with each option's default (when it has one its help does not already state)
+    and the examples block kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        empty = (
+            default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or (isinstance(default, str | tuple | list) and not default)
+        )
+        if empty or not action.option_strings or "default" in text or "%(default)" in text:
+            return text
+        if isinstance(default, tuple | list):
+            default = ",".join(map(str, default))
+        return f"{text} (default: {default})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argparse tree."""
     parser = _Parser(
         prog="minsep",
         description="Privacy accounting for DP training with correlated noise (BandMF) and "
         "b-min-sep subsampling.",
+        epilog="Run 'minsep COMMAND --help' for a command's options, defaults and examples. "
+        "After 'make', the command is .venv/bin/minsep ('source .venv/bin/activate' puts it on "
+        "PATH).",
     )
     parser.add_argument("--version", action="version", version=f"minsep {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for cmd in commands().values():
-        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        p = sub.add_parser(
+            cmd.name,
+            help=cmd.help,
+            description=cmd.help,
+            epilog=cmd.epilog(),
+            formatter_class=HelpFormatter,
+        )
         cmd.add_arguments(p)
         options = {a.dest: a.option_strings[-1] for a in p._actions if a.option_strings}
         p.set_defaults(_run=cmd.run, _options=options)

@@ -203,13 +203,17 @@ def base_delta(m: int, delta: float, *, candidates: int = 1) -> float:
             need = min_samples(delta / 4.0, delta, candidates=candidates)
         except ConfigurationError:
             raise ConfigurationError(
-                f"base_delta.m = {m!r} is invalid: too few samples to certify delta = "
-                f"{delta!r}, and even 2^62 = {MAX_SAMPLES:.3g} samples would not (at delta_b = "
-                "delta/4): use a larger delta or an exact accountant"
+                f"base_delta.m = {m!r} is invalid: too few verification samples (the Monte "
+                f"Carlo accountant's samples, --samples) to certify delta = {delta!r}, and even "
+                f"2^62 = {MAX_SAMPLES:.3g} samples would not (at delta_b = delta/4): use a "
+                "larger delta or an exact accountant",
+                parameter="samples",
             ) from None
         raise ConfigurationError(
-            f"base_delta.m = {m!r} is invalid: too few samples to certify delta = {delta!r}; "
-            f"need m >= {need} (verification at delta_b = delta/4), and more for a tight bound"
+            f"base_delta.m = {m!r} is invalid: too few verification samples (the Monte Carlo "
+            f"accountant's samples, --samples) to certify delta = {delta!r}; need --samples >= "
+            f"{need} (verification at delta_b = delta/4), and more for a tight bound",
+            parameter="samples",
         )
     hi = delta
     for _ in range(200):

@@ -111,12 +111,31 @@ _CLUSTERS_LOCK = threading.Lock()
 
 
 def shutdown_clusters() -> None:
-    """Close every shared client, and the local clusters started for them."""
+    """Close every shared client, and the local clusters started for them.
+
+    The client closes before its cluster (no reconnection attempts), and Dask's own loggers
+    are held at ERROR meanwhile: a worker or nanny stopping on request is not news, and at
+    interpreter exit its warnings would be the last lines a user sees.
+    """
     with _CLUSTERS_LOCK:
         entries = list(_CLUSTERS.values())
         _CLUSTERS.clear()
-    for client, cluster in entries:
-        _close(client, cluster)
+    if not entries:
+        return
+    loggers = [logging.getLogger(name) for name in _QUIET_AT_CLOSE]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        for client, cluster in entries:
+            _close(client, cluster)
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+#: Loggers whose warnings a requested shutdown produces (nanny restarts, closing comms).
+_QUIET_AT_CLOSE = ("distributed", "distributed.nanny", "distributed.worker", "tornado")
 
 
 def _close(client: Any, cluster: Any) -> None:

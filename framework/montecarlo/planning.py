@@ -194,6 +194,8 @@ class RunPlan:
         workers: workers sharing the chunks.
         draw_seconds: measured seconds to draw one sample (one direction), or None.
         eval_seconds: measured seconds to evaluate one sample at one sigma, or None.
+        n_steps: steps n of one sample (throughput is then also given in sample·steps/s, the
+            unit every command reports), or None.
     """
 
     question: str
@@ -205,6 +207,7 @@ class RunPlan:
     fixed_bytes: int = 0
     draw_seconds: float | None = None
     eval_seconds: float | None = None
+    n_steps: int | None = None
 
     def chunks(self, stage: Stage) -> int:
         """``ceil(samples / chunk_size)`` chunks per direction."""
@@ -257,11 +260,12 @@ class RunPlan:
         total = self.estimated_seconds
         if total is None or self.draw_seconds is None or self.eval_seconds is None:
             return f"{self.question}: time not estimated"
+        unit, scale = ("samples/s", 1) if self.n_steps is None else ("sample·steps/s", self.n_steps)
         return (
             f"{self.question}: estimated {format_seconds(total)} for "
-            f"{self.total_samples:,} samples (measured here: "
-            f"{_rate(self.draw_seconds)} draws/s and {_rate(self.eval_seconds)} "
-            "evaluations/s per worker"
+            f"{self.total_samples:,} samples (measured here per worker: drawing "
+            f"{_rate(self.draw_seconds / scale)} {unit}, evaluating "
+            f"{_rate(self.eval_seconds / scale)} {unit} per sigma"
             f"{', assuming the workers run in parallel' if self.workers > 1 else ''})"
         )
 

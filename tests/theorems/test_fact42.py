@@ -109,7 +109,7 @@ def test_base_delta_inverts_overall_delta(m: int, delta: float, candidates: int)
 
 
 def test_base_delta_refuses_too_few_samples_naming_m() -> None:
-    with pytest.raises(ConfigurationError, match=r"base_delta\.m = 100 .*need m >= \d+"):
+    with pytest.raises(ConfigurationError, match=r"base_delta\.m = 100 .*need --samples >= \d+"):
         base_delta(100, 1e-5)
 
 

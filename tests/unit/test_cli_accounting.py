@@ -111,7 +111,7 @@ def test_errors_are_one_line_with_status_2(toy: str, capsys: pytest.CaptureFixtu
     assert "unknown scheme" in capsys.readouterr().err
     code = main(["epsilon", *_toy_args("--sigma", "1", "--delta", "1e-7")])
     assert code == 2
-    assert "need m >=" in capsys.readouterr().err
+    assert "need --samples >=" in capsys.readouterr().err
 
 
 def test_epsilon_on_the_real_b_min_sep_scheme(capsys: pytest.CaptureFixture[str]) -> None:

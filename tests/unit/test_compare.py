@@ -237,6 +237,8 @@ def test_outputs_round_trip() -> None:
     rows = compare(setup)
     data = json.loads(format_json(setup, rows))
     assert data["setup"]["n_steps"] == 32 and data["setup"]["epsilon"] == 2.0
+    for row, data_row in zip(rows, data["rows"], strict=True):
+        assert data_row.pop("accounted_delta") == row.accounted_delta
     assert [ComparisonRow(**r) for r in data["rows"]] == rows
     parsed = list(csv.DictReader(io.StringIO(format_csv(rows))))
     assert [float(r["sigma"]) for r in parsed] == [r.sigma for r in rows]
@@ -244,9 +246,10 @@ def test_outputs_round_trip() -> None:
     table = format_table(setup, rows).splitlines()
     assert table[0] == "n = 32, p0 = 0.125 (|D|/B = 8), delta = 0.001, target eps = 2"
     assert table[1].split() == [
-        "scheme", "bands", "b", "sigma", "cert.", "eps", "MSE", "MSE/best", "accountant"
+        "scheme", "bands", "b", "sigma", "sigma", "low", "cert.", "eps", "delta", "used",
+        "samples", "MSE", "MSE/best", "accountant"
     ]  # fmt: skip
-    assert len(table) == 3 + len(rows)
+    assert table[3 + len(rows)].startswith("sigma low: ")
 
 
 def test_monte_carlo_families_at_a_tiny_setup() -> None:

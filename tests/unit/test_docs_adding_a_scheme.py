@@ -14,7 +14,9 @@ import pytest
 
 from minsep.framework.cli.main import main
 from minsep.framework.errors import ConfigurationError, InfeasibleError, NotAccountableError
+from minsep.framework.interfaces import Direction
 from minsep.framework.registries import schemes
+from minsep.testing import LossModelContract, assert_loss_model_matches_bruteforce
 from tests.contracts.base import SchemeContract
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "adding-a-scheme.md"
@@ -39,8 +41,10 @@ def walkthrough() -> Iterator[dict[str, Any]]:
 
 def test_page_has_the_walkthrough_blocks() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 3
+    assert len(blocks) == 5
     assert "@schemes.register" in blocks[0] and "class TestRandomReshuffling" in blocks[1]
+    assert "class ReshufflingLossModel" in blocks[3]
+    assert "assert_mc_agrees_with_exact(" in blocks[4]
 
 
 def test_scheme_is_registered_by_name(walkthrough: dict[str, Any]) -> None:
@@ -120,3 +124,37 @@ def test_an_option_the_accountant_does_not_take_is_refused(
     argv = [*shell_commands()[1], "--samples", "100"]
     assert main(argv) == 2
     assert "does not take the option(s) --samples" in capsys.readouterr().err
+
+
+def test_the_loss_model_passes_the_contract(walkthrough: dict[str, Any]) -> None:
+    contract = walkthrough["TestReshufflingLossModel"]()
+    assert isinstance(contract, LossModelContract)
+    model = walkthrough["RandomReshuffling"].example().loss_model(walkthrough["identity"])
+    checks = [name for name in dir(LossModelContract) if name.startswith("test_")]
+    assert len(checks) >= 4
+    for name in checks:
+        getattr(contract, name)(model)
+
+
+def test_the_brute_force_check_catches_a_wrong_model(walkthrough: dict[str, Any]) -> None:
+    cls, oracle = walkthrough["RandomReshuffling"], walkthrough["enumerated_log_ratio"]
+    transcript = walkthrough["ReshufflingTranscript"]
+    model = cls(n_steps=6, epoch_length=4).loss_model(walkthrough["identity"])
+    wrong = cls(n_steps=6, epoch_length=3)  # another epoch length: another mixture
+    outputs = np.random.default_rng(1).normal(0.0, 1.0, size=(5, 6))
+    with pytest.raises(AssertionError, match="ln P/Q"):
+        assert_loss_model_matches_bruteforce(
+            lambda y, s: model.log_ratio(transcript(Direction.ADD, None, y / s), s),
+            lambda row, s: oracle(wrong, row, s),
+            outputs,
+            sigmas=(1.0,),
+        )
+
+
+def test_the_loss_model_refuses_bands(walkthrough: dict[str, Any]) -> None:
+    @attrs.frozen
+    class TwoBands:
+        bands: int = 2
+
+    with pytest.raises(NotAccountableError, match="one band"):
+        walkthrough["RandomReshuffling"].example().loss_model(TwoBands())

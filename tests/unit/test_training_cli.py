@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -154,6 +155,8 @@ def test_json_flag_prints_the_document(tmp_path: Path, capsys: pytest.CaptureFix
     printed = json.loads(capsys.readouterr().out)
     assert printed == _document(out)
     assert math.isfinite(printed["records"][0]["train_loss"])
+    assert printed["environment"]["numpy"] == np.__version__  # versions and git commit
+    assert "git_commit" in printed["environment"]
 
 
 def test_auto_picks_monte_carlo_for_banded_b_min_sep(
