@@ -93,7 +93,8 @@ def test_list_json_carries_the_accountants_the_hooks_accept(
 
 def test_throughput_has_one_unit(capsys: pytest.CaptureFixture[str]) -> None:
     assert common.throughput(1000, 2.0, 10).startswith("5e+03 sample·steps/s (1,000 loss")
-    args = [*POISSON, "--sigma", "1", "--delta", "1e-2", "--samples", "6000", "--seed", "1"]
+    args = [*POISSON, "--accountant", "monte_carlo", "--sigma", "1", "--delta", "1e-2"]
+    args += ["--samples", "6000", "--seed", "1"]
     assert main(["epsilon", *args, "--proposal", "plain", "--no-progress"]) == 0
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("throughput")]
@@ -111,7 +112,8 @@ def test_exact_calibration_says_bisection(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_too_few_samples_names_the_option(capsys: pytest.CaptureFixture[str]) -> None:
-    args = [*POISSON, "--sigma", "1", "--samples", "100", "--proposal", "plain", "--seed", "1"]
+    args = [*POISSON, "--accountant", "monte_carlo", "--sigma", "1", "--samples", "100"]
+    args += ["--proposal", "plain", "--seed", "1"]
     assert main(["epsilon", *args, "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "need --samples >= " in err and "(command-line option --samples)" in err
