@@ -42,6 +42,10 @@ from minsep.schemes.kernels.cpu_kernels import logaddexp
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 
+#: Samples a tile of counts runs together over its steps (their rows of counts, uniforms and
+#: window sums stay in cache).
+SAMPLE_BLOCK = 64
+
 
 @njit
 def sampled_steps(
@@ -79,49 +83,114 @@ def table_counts_steps(
     barred: np.ndarray,
     u: np.ndarray,
     counts: np.ndarray,
+    t0: int,
+    t1: int,
 ) -> None:
-    """The counts of :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the
-    same order: per step, one uniform per sample, the table lookups (from the guide tables),
-    then numpy's binomial for
-    the samples whose N lies outside the tables (``low .. low + len(offsets) - 2``). ``ring``
-    ``(S, b - 1)`` holds the last counts and ``barred`` their sums (updated in place);
-    ``counts`` is step-major, ``(n, S)`` (contiguous writes)."""
-    n, rows = counts.shape
-    ring_size = ring.shape[1]
+    """Steps ``t0 .. t1 - 1`` of the counts of
+    :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the same order: per
+    step, one uniform per sample, the table lookups (from the guide tables), then numpy's
+    binomial for the samples whose N lies outside the tables (``low .. low + len(offsets) -
+    2``). ``ring`` ``(b - 1, S)`` holds the last counts slot-major and ``barred`` their sums
+    (updated in place); ``counts`` is ``(S, n)``."""
+    rows = counts.shape[0]
+    ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
     buckets = guides.shape[1] - 1
-    for t in range(n):
+    for t in range(t0, t1):
         for s in range(rows):
             u[s] = generator.random()
         slot = t % ring_size if ring_size else 0
         fallback = False
-        step = counts[t]
         for s in range(rows):
             avail = others - barred[s]
-            if low <= avail <= high:  # scan from the guide: the first threshold above u
-                k = avail - low
-                first = offsets[k]
-                end = offsets[k + 1]
-                value = u[s]
-                index = first + guides[k, int(value * buckets)]
-                while index < end and thresholds[index] <= value:
-                    index += 1
-                sampled = index - first
-                step[s] = sampled
+            if low <= avail <= high:
+                sampled = _lookup(offsets, thresholds, guides, avail - low, u[s], buckets)
+                counts[s, t] = sampled
                 if ring_size:
-                    barred[s] += sampled - ring[s, slot]
-                    ring[s, slot] = sampled
+                    barred[s] += sampled - ring[slot, s]
+                    ring[slot, s] = sampled
             else:
-                step[s] = -1
+                counts[s, t] = -1
                 fallback = True
         if fallback:  # after every lookup of the step, in sample order
             for s in range(rows):
-                if step[s] < 0:
+                if counts[s, t] < 0:
                     sampled = generator.binomial(others - barred[s], p)
-                    step[s] = sampled
+                    counts[s, t] = sampled
                     if ring_size:
-                        barred[s] += sampled - ring[s, slot]
-                        ring[s, slot] = sampled
+                        barred[s] += sampled - ring[slot, s]
+                        ring[slot, s] = sampled
+
+
+@njit
+def _lookup(
+    offsets: np.ndarray,
+    thresholds: np.ndarray,
+    guides: np.ndarray,
+    k: int,
+    value: float,
+    buckets: int,
+) -> int:
+    """``#{m : F_N(m) <= value}`` for the table k (N = low + k), scanning from the guide."""
+    first = offsets[k]
+    end = offsets[k + 1]
+    index = first + guides[k, int(value * buckets)]
+    while index < end and thresholds[index] <= value:
+        index += 1
+    return index - first
+
+
+@njit
+def table_counts_tile(
+    u: np.ndarray,
+    t0: int,
+    others: int,
+    low: int,
+    offsets: np.ndarray,
+    thresholds: np.ndarray,
+    guides: np.ndarray,
+    ring: np.ndarray,
+    barred: np.ndarray,
+    next_barred: np.ndarray,
+    counts: np.ndarray,
+) -> bool:
+    """Steps ``t0 .. t0 + T - 1`` of :func:`table_counts_steps` from their uniforms ``u``
+    ``(T, S)`` (drawn beforehand, step-major: the stream of T steps without a fallback),
+    sample block by sample block, writing ``counts`` ``(S, n)`` row-major in cache-sized
+    pieces. Returns False, with ``ring`` and ``barred`` untouched, as soon as some N lies
+    outside the tables (the caller then redraws the tile step by step); True after updating
+    them. The count leaving the window at step t is ``counts[s, t - (b - 1)]`` inside the
+    tile, ``ring[t % (b - 1), s]`` before it; ``next_barred`` ``(S,)`` is scratch."""
+    depth, rows = u.shape
+    ring_size = ring.shape[0]
+    high = low + offsets.shape[0] - 2
+    buckets = guides.shape[1] - 1
+    for s0 in range(0, rows, SAMPLE_BLOCK):
+        s1 = min(s0 + SAMPLE_BLOCK, rows)
+        for s in range(s0, s1):
+            next_barred[s] = barred[s]
+        for j in range(depth):
+            t = t0 + j
+            slot = t % ring_size if ring_size else 0
+            values = u[j]
+            for s in range(s0, s1):
+                avail = others - next_barred[s]
+                if avail < low or avail > high:
+                    return False
+                sampled = _lookup(offsets, thresholds, guides, avail - low, values[s], buckets)
+                counts[s, t] = sampled
+                if ring_size:
+                    leaving = counts[s, t - ring_size] if j >= ring_size else ring[slot, s]
+                    next_barred[s] += sampled - leaving
+    if ring_size:
+        for j in range(max(0, depth - ring_size), depth):
+            t = t0 + j
+            slot = t % ring_size
+            for s in range(rows):
+                ring[slot, s] = counts[s, t]
+    for s in range(rows):
+        barred[s] = next_barred[s]
+    return True
 
 
 @njit

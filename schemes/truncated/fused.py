@@ -5,8 +5,8 @@ in one compiled call (:mod:`.cpu_kernels`).
 
 Memory: the transcript holds the noise correlations and the counts (``16 n`` bytes per sample)
 and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of uniforms
-(256 KiB) and, while the step-major counts are transposed, their second copy (``8 n`` per
-sample); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
+(256 KiB) and one tile of the counts' uniforms (2 MiB); evaluating adds ``8 (22 n + 5 b)``
+bytes of row buffers.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
 from minsep.schemes.kernels.sampling import host_generator, initial_states
 from minsep.schemes.truncated import cpu_kernels
 from minsep.schemes.truncated.counts import _initial_ring, count_tables
+
+#: Uniforms of counts drawn at once (a tile of steps over every sample; 2 MiB).
+TILE_ELEMENTS = 1 << 18
 
 
 def host_pattern(
@@ -72,22 +75,49 @@ def host_counts(
     generator = host_generator(rng, backend)
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
-    step_major = np.empty((n_steps, n_samples), dtype=np.int64)
+    ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
+    counts = np.empty((n_samples, n_steps), dtype=np.int64)
     tables = count_tables(others, probability, min_sep)
-    cpu_kernels.table_counts_steps(
-        generator,
-        others,
-        probability,
-        tables.low,
-        tables.offsets,
-        tables.thresholds,
-        tables.guides,
-        ring,
-        barred,
-        np.empty(n_samples),
-        step_major,
-    )
-    return np.ascontiguousarray(step_major.T)
+    depth = max(1, min(TILE_ELEMENTS // max(n_samples, 1), n_steps))
+    tile = np.empty((depth, n_samples))
+    next_barred = np.empty_like(barred)
+    bit_generator = generator.bit_generator
+    for t0 in range(0, n_steps, depth):
+        t1 = min(t0 + depth, n_steps)
+        state = bit_generator.state
+        block = tile[: t1 - t0]
+        generator.random(out=block)
+        done = cpu_kernels.table_counts_tile(
+            block,
+            t0,
+            others,
+            tables.low,
+            tables.offsets,
+            tables.thresholds,
+            tables.guides,
+            ring,
+            barred,
+            next_barred,
+            counts,
+        )
+        if not done:  # some N outside the tables: redraw the tile with its fallback draws
+            bit_generator.state = state
+            cpu_kernels.table_counts_steps(
+                generator,
+                others,
+                probability,
+                tables.low,
+                tables.offsets,
+                tables.thresholds,
+                tables.guides,
+                ring,
+                barred,
+                tile[0],
+                counts,
+                t0,
+                t1,
+            )
+    return counts
 
 
 def host_truncated(
