@@ -2,12 +2,12 @@
 
 Draws, from the same streams as the array code:
 
-* :func:`sampled_steps`: the sensitive example's b-min-sep chain from one uniform per step
-  (``chain_participation``), kept as its sampled steps;
 * :func:`table_counts_steps`: the public counts r, step by step over all samples, by the
   inverse-CDF tables of :mod:`.counts` through numba's ``Generator`` (the order of the array
   code's per-step calls);
-* :func:`pattern_weights`: x (or x') at the sampled steps from the survival coins.
+* :func:`pattern_weights`: x (or x') at the sampled steps (of
+  :func:`~minsep.schemes.kernels.sampling.chain_steps`) from the survival coins, one per
+  participation slot.
 
 and :func:`truncated_rows`, ``ln P/Q`` per sample. With ``x_i = <c_i, y> / sigma^2``,
 ``h_i = ||c_i||^2 / (2 sigma^2)`` and ``t_i = B_max / (r_i + 1)``, the per-step weights of the
@@ -45,29 +45,6 @@ from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 #: Samples a tile of counts runs together over its steps (their rows of counts, uniforms and
 #: window sums stay in cache).
 SAMPLE_BLOCK = 64
-
-
-@njit
-def sampled_steps(
-    u: np.ndarray, start: np.ndarray, p: float, b: int, steps: np.ndarray, row0: int
-) -> None:
-    """Rows ``row0 ..``: the steps where the chain (state ``start[s]`` first) joins, ascending
-    then n; joins at an available step when ``u < p``, then is barred b - 1 steps."""
-    rows, n = u.shape
-    m = steps.shape[1]
-    for r in range(rows):
-        s = row0 + r
-        state = start[s]
-        t = 0
-        for i in range(n):
-            if state == 0 and u[r, i] < p:
-                steps[s, t] = i
-                t += 1
-                state = b - 1
-            else:
-                state = max(state - 1, 0)
-        for j in range(t, m):
-            steps[s, j] = n
 
 
 @njit
@@ -203,10 +180,11 @@ def pattern_weights(
     weights: np.ndarray,
     row0: int,
 ) -> None:
-    """x at the sampled steps of rows ``row0 ..``: under REMOVE 1 (no truncation), 2
-    (truncation, survives: coin < t) or 0; under ADD -1 (survives) or 0."""
-    rows, n = coins.shape
-    m = steps.shape[1]
+    """x at the sampled steps of rows ``row0 ..``, the coin of slot j deciding at step
+    ``steps[s, j]``: under REMOVE 1 (no truncation), 2 (truncation, survives: coin < t) or 0;
+    under ADD -1 (survives) or 0."""
+    rows, m = coins.shape
+    n = counts.shape[1]
     cap = float(max_batch)
     for r in range(rows):
         s = row0 + r
@@ -218,7 +196,7 @@ def pattern_weights(
             count = counts[s, j]
             truncating = count >= max_batch
             keep = cap / max(count + 1.0, cap + 1.0)
-            survives = truncating and coins[r, j] < keep
+            survives = truncating and coins[r, jj] < keep
             if remove:
                 weights[s, jj] = 2.0 if survives else (0.0 if truncating else 1.0)
             else:

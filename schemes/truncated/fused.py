@@ -19,7 +19,7 @@ from minsep.framework.backend import Backend, RandomSource
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
-from minsep.schemes.kernels.sampling import host_generator, initial_states
+from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
 from minsep.schemes.truncated.counts import _initial_ring, count_tables
 
@@ -43,19 +43,15 @@ def host_pattern(
     ceil(n / b))``, ascending then n), x there (x' under ADD; float64, same shape) and the
     public counts r (int64 ``(S, n)``), from the streams of
     :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.participation`."""
-    m = -(-n_steps // min_sep)
-    if warm_start:
-        start = np.asarray(initial_states(n_samples, probability, min_sep, rng, np), np.int64)
-    else:
-        start = np.zeros(n_samples, dtype=np.int64)
-    steps = np.empty((n_samples, m), dtype=np.int32)
-    for row0, block in uniform_blocks(n_samples, n_steps, rng):
-        cpu_kernels.sampled_steps(block, start, probability, min_sep, steps, row0)
+    steps = np.asarray(
+        chain_steps(n_samples, n_steps, probability, min_sep, warm_start, rng, np, kernels="numba")
+    )
     counts = host_counts(
         n_samples, n_steps, probability, min_sep, warm_start, dataset_size - 1, rng, backend
     )
+    m = int(steps.shape[1])
     weights = np.empty((n_samples, m))
-    for row0, block in uniform_blocks(n_samples, n_steps, rng):
+    for row0, block in uniform_blocks(n_samples, m, rng):
         cpu_kernels.pattern_weights(block, steps, counts, max_batch_size, remove, weights, row0)
     return steps, weights, counts
 

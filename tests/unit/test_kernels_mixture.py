@@ -191,7 +191,7 @@ def test_truncated_draws_exercise_truncation_and_the_fallback() -> None:
     model = _truncated(TRUNCATED[5])
     tables = count_tables(model.dataset_size - 1, model.probability, model.min_sep)
     assert tables.high < model.dataset_size - 1  # step 0 of a cold start is outside the band
-    fast = model.draw(50, Direction.REMOVE, _rng(3), numpy_backend())
+    fast = model.draw(400, Direction.REMOVE, _rng(3), numpy_backend())
     assert np.any(fast.counts >= model.max_batch_size)
     assert set(np.unique(fast.step_weights)) <= {0.0, 1.0, 2.0}
     assert np.any(fast.step_weights == 2.0)
