@@ -41,6 +41,7 @@ from minsep.schemes.b_min_sep.cpu_kernels import (
 from minsep.schemes.kernels.cpu_kernels import logaddexp
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
+from minsep.schemes.truncated.counts import SCAN, SPLIT
 
 #: Samples a tile of counts runs together over its steps (their rows of counts, uniforms and
 #: window sums stay in cache).
@@ -56,6 +57,8 @@ def table_counts_steps(
     offsets: np.ndarray,
     thresholds: np.ndarray,
     guides: np.ndarray,
+    direct: np.ndarray,
+    bases: np.ndarray,
     ring: np.ndarray,
     barred: np.ndarray,
     u: np.ndarray,
@@ -72,7 +75,6 @@ def table_counts_steps(
     rows = counts.shape[0]
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
-    buckets = guides.shape[1] - 1
     for t in range(t0, t1):
         for s in range(rows):
             u[s] = generator.random()
@@ -81,7 +83,7 @@ def table_counts_steps(
         for s in range(rows):
             avail = others - barred[s]
             if low <= avail <= high:
-                sampled = _lookup(offsets, thresholds, guides, avail - low, u[s], buckets)
+                sampled = _lookup(offsets, thresholds, guides, direct, bases, avail - low, u[s])
                 counts[s, t] = sampled
                 if ring_size:
                     barred[s] += sampled - ring[slot, s]
@@ -104,14 +106,23 @@ def _lookup(
     offsets: np.ndarray,
     thresholds: np.ndarray,
     guides: np.ndarray,
+    direct: np.ndarray,
+    bases: np.ndarray,
     k: int,
     value: float,
-    buckets: int,
 ) -> int:
-    """``#{m : F_N(m) <= value}`` for the table k (N = low + k), scanning from the guide."""
+    """``#{m : F_N(m) <= value}`` for the table k (N = low + k): one byte of the direct table
+    where the count is constant over the bucket of ``value``, else a scan of the thresholds
+    from the bucket's start (or from the guide)."""
+    entry = direct[k, int(value * direct.shape[1])]
+    if entry < SPLIT:
+        return bases[k] + entry
     first = offsets[k]
     end = offsets[k + 1]
-    index = first + guides[k, int(value * buckets)]
+    if entry != SCAN:
+        index = first + bases[k] + (entry - SPLIT)
+    else:
+        index = first + guides[k, int(value * (guides.shape[1] - 1))]
     while index < end and thresholds[index] <= value:
         index += 1
     return index - first
@@ -126,6 +137,8 @@ def table_counts_tile(
     offsets: np.ndarray,
     thresholds: np.ndarray,
     guides: np.ndarray,
+    direct: np.ndarray,
+    bases: np.ndarray,
     ring: np.ndarray,
     barred: np.ndarray,
     next_barred: np.ndarray,
@@ -141,6 +154,7 @@ def table_counts_tile(
     depth, rows = u.shape
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
+    width = direct.shape[1]
     buckets = guides.shape[1] - 1
     for s0 in range(0, rows, SAMPLE_BLOCK):
         s1 = min(s0 + SAMPLE_BLOCK, rows)
@@ -154,7 +168,22 @@ def table_counts_tile(
                 avail = others - next_barred[s]
                 if avail < low or avail > high:
                     return False
-                sampled = _lookup(offsets, thresholds, guides, avail - low, values[s], buckets)
+                # the body of _lookup, inlined (a call pays for its arrays' reference counts)
+                k = avail - low
+                value = values[s]
+                entry = direct[k, int(value * width)]
+                if entry < SPLIT:
+                    sampled = bases[k] + entry
+                else:
+                    first = offsets[k]
+                    end = offsets[k + 1]
+                    if entry != SCAN:
+                        index = first + bases[k] + (entry - SPLIT)
+                    else:
+                        index = first + guides[k, int(value * buckets)]
+                    while index < end and thresholds[index] <= value:
+                        index += 1
+                    sampled = index - first
                 counts[s, t] = sampled
                 if ring_size:
                     leaving = counts[s, t - ring_size] if j >= ring_size else ring[slot, s]
