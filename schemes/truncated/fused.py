@@ -3,10 +3,10 @@ docs/math.md §6): the pattern, the public counts and the survival coins drawn f
 code's streams in the same order, the pattern kept sparsely, and ``ln P/Q`` for a whole chunk
 in one compiled call (:mod:`.cpu_kernels`).
 
-Memory: the transcript holds the noise correlations and the counts (``16 n`` bytes per sample)
-and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of uniforms
-(256 KiB) and one tile of the counts' uniforms (2 MiB); evaluating adds ``8 (22 n + 5 b)``
-bytes of row buffers.
+Memory: the transcript holds the noise correlations and the int32 counts (``12 n`` bytes per
+sample) and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of
+uniforms (256 KiB) and one tile of the counts' uniforms (2 MiB); evaluating adds ``8 (22 n +
+5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def host_pattern(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(steps, weights, counts)``: the sensitive example's sampled steps (int32 ``(S,
     ceil(n / b))``, ascending then n), x there (x' under ADD; float64, same shape) and the
-    public counts r (int64 ``(S, n)``), from the streams of
+    public counts r (int32 ``(S, n)``; int64 beyond 2^31 - 1 examples), from the streams of
     :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.participation`."""
     steps = np.asarray(
         chain_steps(n_samples, n_steps, probability, min_sep, warm_start, rng, np, kernels="numba")
@@ -67,12 +67,12 @@ def host_counts(
     backend: Backend,
 ) -> np.ndarray:
     """The counts of :func:`~minsep.schemes.truncated.counts.table_counts` (same generator,
-    same draws), int64 ``(S, n)``, with the per-step loop compiled."""
+    same draws), ``(S, n)`` of :func:`count_dtype`, compiled."""
     generator = host_generator(rng, backend)
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
     ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
-    counts = np.empty((n_samples, n_steps), dtype=np.int64)
+    counts = np.empty((n_samples, n_steps), dtype=count_dtype(others))
     tables = count_tables(others, probability, min_sep)
     depth = max(1, min(TILE_ELEMENTS // max(n_samples, 1), n_steps))
     tile = np.empty((depth, n_samples))
@@ -120,6 +120,18 @@ def host_counts(
     return counts
 
 
+def count_dtype(others: int) -> type[np.signedinteger]:
+    """int32 when every count (at most ``others``) fits, else int64: half the memory traffic
+    of the counts where it can."""
+    return np.int32 if others <= np.iinfo(np.int32).max else np.int64
+
+
+def _host_counts(counts: Any) -> np.ndarray:
+    """The counts as a C-contiguous host array, int32 kept as is, anything else int64."""
+    array = np.asarray(counts)
+    return host_array(array, np.int32 if array.dtype == np.int32 else np.int64)
+
+
 def host_truncated(
     values: Any,
     steps: Any,
@@ -152,7 +164,7 @@ def host_truncated(
             values,
             steps_arr,
             weights_arr,
-            host_array(counts, np.int64),
+            _host_counts(counts),
             signal_table(coefficients, n),
             half_norms,
             float(value_scale),
