@@ -3,10 +3,10 @@ docs/math.md §6): the pattern, the public counts and the survival coins drawn f
 code's streams in the same order, the pattern kept sparsely, and ``ln P/Q`` for a whole chunk
 in one compiled call (:mod:`.cpu_kernels`).
 
-Memory: the transcript holds the noise correlations and the int32 counts (``12 n`` bytes per
-sample) and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of
-uniforms (256 KiB) and one tile of the counts' uniforms (2 MiB); evaluating adds ``8 (22 n +
-5 b)`` bytes of row buffers.
+Memory: the transcript holds the noise correlations and the counts (``10 n`` bytes per sample
+with int16 counts, |D| <= 2^15; ``12 n`` with int32) and the sampled steps with x there
+(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB) and one tile of the counts'
+uniforms (2 MiB); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def host_pattern(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(steps, weights, counts)``: the sensitive example's sampled steps (int32 ``(S,
     ceil(n / b))``, ascending then n), x there (x' under ADD; float64, same shape) and the
-    public counts r (int32 ``(S, n)``; int64 beyond 2^31 - 1 examples), from the streams of
+    public counts r (``(S, n)`` of :func:`count_dtype`), from the streams of
     :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.participation`."""
     steps = np.asarray(
         chain_steps(n_samples, n_steps, probability, min_sep, warm_start, rng, np, kernels="numba")
@@ -121,15 +121,20 @@ def host_counts(
 
 
 def count_dtype(others: int) -> type[np.signedinteger]:
-    """int32 when every count (at most ``others``) fits, else int64: half the memory traffic
-    of the counts where it can."""
-    return np.int32 if others <= np.iinfo(np.int32).max else np.int64
+    """The narrowest of int16, int32 and int64 that holds every count (at most ``others``):
+    a quarter or half of the counts' memory traffic where it can."""
+    for dtype in (np.int16, np.int32):
+        if others <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _host_counts(counts: Any) -> np.ndarray:
-    """The counts as a C-contiguous host array, int32 kept as is, anything else int64."""
+    """The counts as a C-contiguous host array, int16 and int32 kept as they are, anything
+    else int64."""
     array = np.asarray(counts)
-    return host_array(array, np.int32 if array.dtype == np.int32 else np.int64)
+    kept = array.dtype in (np.dtype(np.int16), np.dtype(np.int32))
+    return host_array(array, array.dtype if kept else np.int64)
 
 
 def host_truncated(

@@ -132,12 +132,12 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
 
     Unlike the untruncated models, Q is not N(0, sigma^2 I): under ADD a pattern x' (entries 0
     or -1) is drawn too. Transcript: :class:`TruncatedTranscript`, ``24 n`` bytes per sample in
-    both directions on the portable array path (dense signal); on the fused path ``12 n``
-    (int32 counts) plus the sampled steps and x there (``12 ceil(n / b)``). Cost per sample:
-    the chain by geometric gaps (one uniform per participation, plus one), n host binomial
-    draws for r (one uniform and a table lookup each), ``ceil(n / b)`` survival coins (one per
-    participation slot), n normals, the sliding products (O(n k) or O(n log n)), then two O(n)
-    recursions per sigma.
+    both directions on the portable array path (dense signal); on the fused path ``10 n`` to
+    ``16 n`` (int16 to int64 counts) plus the sampled steps and x there (``12 ceil(n / b)``).
+    Cost per sample: the chain by geometric gaps (one uniform per participation, plus one),
+    n host binomial draws for r (one uniform and a table lookup each), ``ceil(n / b)``
+    survival coins (one per participation slot), n normals, the sliding products (O(n k) or
+    O(n log n)), then two O(n) recursions per sigma.
 
     The counts r are drawn on the host (inverse-CDF tables of the binomials, :mod:`.counts`,
     and a numpy multinomial for the warm start) by a generator seeded from the RandomSource's
@@ -215,8 +215,8 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
         """Peak bytes per sample of a chunk (memory planning). Portable path: 12 rows of n (the
         transcript's 3, the coins and pattern of the draw, and the two recursions' blocks
-        during the evaluation; measured peak 90 n bytes). Fused path: the transcript (``12 n``
-        plus ``12 ceil(n / b)``; ``16 n`` with int64 counts) and one row of n."""
+        during the evaluation; measured peak 90 n bytes). Fused path: the transcript (at most
+        ``16 n`` plus ``12 ceil(n / b)``) and one row of n."""
         n = self.n_steps
         if self.kernel_set(backend) in _FUSED:
             return 24 * n + 12 * -(-n // self.min_sep)
