@@ -56,7 +56,7 @@ from minsep.framework.montecarlo import (
 )
 from minsep.framework.montecarlo.bounds import check_feasible_delta
 from minsep.framework.montecarlo.checkpoint import writable_folder_problem
-from minsep.framework.montecarlo.evr import DEFAULT_LADDER
+from minsep.framework.montecarlo.evr import DEFAULT_LADDER, EPSILON_BOUNDS
 from minsep.framework.montecarlo.planning import (
     available_memory,
     fixed_bytes,
@@ -192,6 +192,11 @@ class MonteCarloAccountant(Accountant):
             supports it and plain sampling cannot certify the target delta with ``samples``
             (or, for a delta question, when the escort's support bound is below 1e-2, so its
             variance is 100x smaller); the result's ``proposal`` and notes say which ran.
+        bound: how a certified epsilon is verified (docs/math.md §7, §7.2): ``"betting"`` (a
+            walk down a fine epsilon grid with the betting test, one failure event for the
+            whole grid: the tighter default) or ``"fact42"`` (the pilot's ladder of candidates
+            verified by Fact 4.2 with a union bound). The result's ``bound`` says which ran;
+            the escort and the delta and calibrate questions use Fact 4.2 either way.
     """
 
     samples: int = attrs.field(
@@ -245,6 +250,7 @@ class MonteCarloAccountant(Accountant):
         default=2.0**8, converter=v.plain_number, validator=v.positive()
     )
     proposal: str = attrs.field(default="auto", validator=v.one_of(*PROPOSAL_KINDS))
+    bound: str = attrs.field(default=EPSILON_BOUNDS[0], validator=v.one_of(*EPSILON_BOUNDS))
 
     def __attrs_post_init__(self) -> None:
         if self.sigma_high <= self.sigma_low:
@@ -300,6 +306,7 @@ class MonteCarloAccountant(Accountant):
             ({"max_seconds": 0.0}, "max_seconds"),
             ({"max_seconds": math.inf}, "max_seconds"),
             ({"proposal": "mcmc"}, "proposal"),
+            ({"bound": "hoeffding"}, "bound"),
         ]
 
     # -- plumbing -------------------------------------------------------------------------
@@ -547,6 +554,7 @@ class MonteCarloAccountant(Accountant):
             seed=seed,
             config=self._config(model),
             proposal=proposal,
+            bound=self.bound,
         )
         return EpsilonResult(
             **self._provenance(question, model),
@@ -562,6 +570,7 @@ class MonteCarloAccountant(Accountant):
             std_error=_finite_or_none(cert.std_error),
             base_delta=cert.base_delta,
             pilot_samples=cert.pilot_samples,
+            bound=cert.bound,
         )
 
     @_holding_checkpoint

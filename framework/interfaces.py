@@ -130,6 +130,22 @@ class PrivacyLossModel(ABC):
         """The privacy loss ``L = sign(direction) * ln P/Q`` per sample (docs/math.md §1)."""
         return transcript.direction.sign * self.log_ratio(transcript, sigma)
 
+    def privacy_losses(
+        self,
+        n_samples: int,
+        direction: Direction,
+        rng: RandomSource,
+        backend: Backend,
+        sigmas: Sequence[float],
+    ) -> list[Any]:
+        """The privacy losses of one draw at every sigma of ``sigmas`` (common random numbers):
+        ``privacy_loss(draw(...), sigma)`` for each. What the Monte Carlo engine calls per chunk
+        and direction. A model may fuse the draw with the evaluation (evaluating each block of
+        samples as soon as it is drawn, never holding the whole transcript) provided it returns
+        the same values from the same stream."""
+        transcript = self.draw(n_samples, direction, rng, backend)
+        return [self.privacy_loss(transcript, sigma) for sigma in sigmas]
+
     def kernel_set(self, backend: Backend) -> str:
         """Which code evaluates this model on ``backend`` in this process: ``"numba"``,
         ``"cuda"`` or ``"array"`` (portable array code: the default for a model without

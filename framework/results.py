@@ -117,6 +117,9 @@ class Result:
     strategy: dict[str, Any] = attrs.field(factory=dict, validator=_mapping)
     seconds: float = _number(0.0, v.number(low=0.0))
     notes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    # the quick deterministic bound printed before a long run (framework/cli/first_answer.py):
+    # quantity, value, accountant, method, bounds; None when none was computed
+    first_answer: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -207,6 +210,8 @@ class EpsilonResult(Result):
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
+    # how a Monte Carlo certificate was verified ("betting" or "fact42"); None: not Monte Carlo
+    bound: str | None = attrs.field(default=None, validator=v.optional(v.text()))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_epsilon", self.certified_epsilon, self.epsilon)

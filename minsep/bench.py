@@ -14,6 +14,8 @@ size is listed as skipped, with the reason). Per model:
   repetition), in this process;
 * ``log-ratio``: ``model.log_ratio`` alone on the kept transcript (re-evaluating a new sigma
   during calibration);
+* ``fused``: ``model.privacy_losses`` at one sigma (what the engine calls per chunk: the draw and
+  the evaluation fused block by block where the model supports it);
 * ``share_of_normals``: the fresh rate per CPU-second over numpy's raw ``standard_normal``
   rate (the host backend's SFC64 generator, into a reused buffer), timed right next to each
   repetition of each model so that the figures share the load;
@@ -258,8 +260,13 @@ def measure_model(
     warm = draw(0)  # compiles kernels, warms caches
     model.log_ratio(warm, sigma)
     del warm
-    wall: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": []}
-    cpu: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": []}
+    wall: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": [], "fused": []}
+    cpu: dict[str, list[float]] = {"normals": [], "fresh": [], "log_ratio": [], "fused": []}
+
+    def fused(seed: int) -> Any:
+        rng = backend.rng(np.random.SeedSequence(seed))
+        return model.privacy_losses(case.samples, Direction.REMOVE, rng, backend, [sigma])
+
     for r in range(repeats):
         seconds, spent, _ = _timed(normals, backend)
         wall["normals"].append(seconds)
@@ -274,6 +281,9 @@ def measure_model(
         wall["log_ratio"].append(seconds)
         cpu["log_ratio"].append(spent)
         del kept
+        seconds, spent, _ = _timed(functools.partial(fused, r + 1), backend)
+        wall["fused"].append(seconds)
+        cpu["fused"].append(spent)
     row: dict[str, Any] = {
         "case": case.name,
         "model": type(model).__name__,
@@ -287,6 +297,9 @@ def measure_model(
     row["ratio_median"] = statistics.median(wall["log_ratio"]) / statistics.median(wall["fresh"])
     row["ratio_cpu"] = statistics.median(cpu["log_ratio"]) / statistics.median(cpu["fresh"])
     row["share_of_normals"] = statistics.median(cpu["normals"]) / statistics.median(cpu["fresh"])
+    row["fused_share_of_normals"] = statistics.median(cpu["normals"]) / statistics.median(
+        cpu["fused"]
+    )
     bytes_of = getattr(model, "transcript_bytes", None)
     if bytes_of is not None:
         row["transcript_bytes"] = bytes_of(case.samples, Direction.REMOVE, backend)
@@ -431,14 +444,14 @@ def report(case_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -
         lines.append(f"\n[{case['case']}]  {case['samples']} samples per repetition")
         lines.append(
             f"  {'model':<28} {'kernels':<7} {'fresh/CPU-s':>11} {'log-ratio':>10} "
-            f"{'x normals':>9} {'x b-min-sep':>11}"
+            f"{'x normals':>9} {'x b-min-sep':>11} {'fused x normals':>15}"
         )
         for label, row in case["models"].items():
             share = row.get("share_of_b_min_sep", math.nan)
             lines.append(
                 f"  {label:<28} {row['kernels']:<7} {row['fresh_cpu'].median:11.3g} "
                 f"{row['log_ratio_cpu'].median:10.3g} {row['share_of_normals']:9.2f} "
-                f"{share:11.2f}"
+                f"{share:11.2f} {row['fused_share_of_normals']:15.2f}"
             )
         for label, reason in case["skipped"].items():
             lines.append(f"  {label:<28} skipped: {reason}")

@@ -23,13 +23,13 @@ from typing import Any
 
 import attrs
 import numpy as np
-from scipy.signal import lfilter
 
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.registries import strategies
 from minsep.framework.workloads import workload_from_spec
 from minsep.strategies.columns import padded
+from minsep.strategies.filters import lfilter
 from minsep.strategies.lower_toeplitz import LowerToeplitzStrategy
 from minsep.strategies.noise import check_shape
 from minsep.strategies.toeplitz import as_coefficients, check_steps

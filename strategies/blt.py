@@ -25,13 +25,13 @@ from typing import Any
 import attrs
 import numpy as np
 from numpy.polynomial import polynomial as npoly
-from scipy.signal import lfilter
 
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.registries import strategies
 from minsep.framework.workloads import workload_from_spec
 from minsep.strategies import columns
+from minsep.strategies.filters import lfilter
 from minsep.strategies.lower_toeplitz import LowerToeplitzStrategy
 from minsep.strategies.noise import check_shape
 from minsep.strategies.toeplitz import check_steps

@@ -23,10 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.signal import fftconvolve, lfilter
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.workloads import PrefixSums, Workload
+from minsep.strategies.filters import fftconvolve, lfilter
 
 
 def padded(column: np.ndarray, n_steps: int) -> np.ndarray:

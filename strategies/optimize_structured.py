@@ -35,12 +35,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.signal import lfilter
 
 from minsep.framework.validation import check_range
 from minsep.framework.workloads import Workload, workload_from_spec
 from minsep.strategies import cache, columns
+from minsep.strategies.filters import lfilter
 from minsep.strategies.toeplitz import check_steps
 
 #: Part of every cache key: bump it whenever the optimiser's output could change.
@@ -187,6 +186,8 @@ def _lbfgsb(
     objective: Any, start: np.ndarray, bounds: list[Any], n: int, w: Workload
 ) -> np.ndarray:
     """L-BFGS-B from ``start``; the start itself if the search ends anywhere worse."""
+    from scipy.optimize import minimize
+
     result = minimize(
         objective,
         start,

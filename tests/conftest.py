@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -36,3 +38,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def rng() -> np.random.Generator:
     """A fixed-seed host generator."""
     return np.random.default_rng(20260214)
+
+
+@pytest.fixture(autouse=True)
+def _private_answer_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each test gets an empty answer cache (never the user's), so that a seeded command
+    answers by computing unless the test repeats it on purpose. Only the answers' folder moves:
+    the strategy coefficients stay cached. Its own patch context, so that a test's
+    ``monkeypatch.undo()`` keeps it."""
+    from minsep.framework.montecarlo import cache
+
+    folder = tmp_path_factory.mktemp("answers")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache, "cache_folder", lambda: folder)
+        yield

@@ -5,8 +5,12 @@ Example::
     minsep train --scheme b_min_sep --min-sep 8 --bands 8 --epsilon 4 --delta 1e-5 \\
         --steps 500 --seed 0
 
-prints the calibrated σ (and what its certificate means), a progress bar, the train and test
-accuracy, and writes a JSON record (``--output``, default ``runs/train-<timestamp>.json``).
+prints a first answer at once (the smallest σ the deterministic bounds certify, e.g. the
+unamplified Gaussian), the Monte Carlo samples chosen (``--precision``, ``--samples``,
+``--max-seconds``), the plan and progress, then the calibrated σ (and what its certificate
+means), the train and test accuracy, and writes a JSON record (``--output``, default
+``runs/train-<timestamp>.json``). A seeded calibration is cached: the same question with the
+same code is answered at once the next time (``--no-cache`` to recompute).
 ``--repeats K`` trains K seeds (seed, seed+1, ...) at the same σ and reports the mean with a
 95% Student-t interval; ``--non-private`` trains the same batches without clipping or noise.
 """
@@ -29,10 +33,15 @@ from minsep.framework.cli.common import (
     nonnegative_float,
     positive_float,
     positive_int,
+    show_plans,
 )
+from minsep.framework.cli.first_answer import first_answer
+from minsep.framework.cli.sample_choice import choose_samples
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant
+from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
 from minsep.framework.registries import accountants
+from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import (
     AUTO,
     PREFERENCE,
@@ -52,17 +61,18 @@ TRAIN_DEFAULTS: dict[str, Any] = {"steps": 500, "rate": 1 / 16, "delta": 1e-5}
 #: Options of the accounting commands that the training run uses too.
 TRAINING_SHARED = ("seed", "progress")
 
-#: Without ``--samples``, Monte Carlo verifies at base delta >= delta / this (fewest samples
-#: that give a usable certificate; more samples give a smaller certified sigma).
-BASE_DELTA_DIVISOR = 10.0
+#: Without ``--samples`` or ``--precision``, Monte Carlo calibrates for this relative precision
+#: of sigma (docs/math.md §7.3): base delta delta**1.2, e.g. delta / 10 at delta = 1e-5 (about
+#: 2.3 million samples); the accounting commands' 0.05 would need 15 million there.
+TRAIN_PRECISION = 0.2
 
 
 def default_samples(delta: float) -> int:
-    """The fewest Monte Carlo samples that certify ``delta`` verifying at base delta δ/10
-    (about 2.3 million at δ = 1e-5, 16 thousand at δ = 1e-3)."""
-    from minsep.framework.montecarlo import min_samples
+    """The Monte Carlo samples ``train`` calibrates with at ``delta`` when none are given
+    (:data:`TRAIN_PRECISION`; about 2.3 million at δ = 1e-5, 27 thousand at δ = 1e-3)."""
+    from minsep.framework.montecarlo.precision import samples_for_precision
 
-    return int(min_samples(delta / BASE_DELTA_DIVISOR, delta))
+    return samples_for_precision(delta, TRAIN_PRECISION)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,26 +152,39 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
     def factory(name: str) -> Accountant:
         fields = accountant_fields(accountants.get(name))
         options = {**given, **{k: v for k, v in shared.items() if k in fields}}
-        if "samples" in fields:
-            options.setdefault("samples", default_samples(args.delta))
         return build_accountant(name, options, strict=args.accountant != AUTO)
 
     accountant = select_accountant(args.accountant, scheme, strategy, factory=factory)
-    samples = getattr(accountant, "samples", None)
-    detail = f" ({samples:,} samples; see --samples, --workers)" if samples else ""
+    target = {"epsilon": args.epsilon, "delta": args.delta}
+    early = first_answer("calibrate", scheme, strategy, target, accountant)
+    if early is not None:
+        say(early.line())
+    accountant, stated = choose_samples(
+        args, accountant, scheme, strategy, "calibrate", target, TRAIN_PRECISION
+    )
+    detail = f" ({stated}; --workers)" if stated else ""
     say(
         f"calibrating sigma for (epsilon={args.epsilon:g}, delta={args.delta:g}) with "
         f"accountant {accountant.registry_name!r}{detail} ..."
     )
+    if not args.quiet:
+        show_plans()
     started = time.perf_counter()
-    run = PrivateRun.calibrated(
+    key = None if args.no_cache else question_key("calibrate", scheme, strategy, target, accountant)
+    calibration, when = AnswerCache().answer(
+        key,
+        CalibrationResult,
+        lambda: accountant.calibrate(scheme, strategy, args.epsilon, args.delta),
+    )
+    if when is not None:
+        say(describe_hit(when, calibration))
+    run = PrivateRun(
         scheme,
         strategy,
-        accountant,
-        epsilon=args.epsilon,
-        delta=args.delta,
-        dataset_size=data.train_size,
+        float(calibration.sigma),
+        data.train_size,
         clip_norm=args.clip,
+        calibration=calibration,  # checked against the scheme and strategy
     )
     assert run.calibration is not None
     say(f"sigma = {run.sigma:.6g}  ({time.perf_counter() - started:.1f} s)")

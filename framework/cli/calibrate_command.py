@@ -24,7 +24,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--epsilon", type=common.nonnegative_float, required=True, help="target epsilon"
     )
     parser.add_argument(
-        "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
+        "--accountant",
+        default="auto",
+        help="registered accountant, or auto (default): exact pld where the scheme has an "
+        "exact event, else monte_carlo; the output names the one that answered",
     )
 
 
@@ -69,6 +72,8 @@ def _run(args: argparse.Namespace) -> int:
             scheme, strategy, args.epsilon, args.delta
         ),
         format_calibration,
+        question="calibrate",
+        numbers={"epsilon": args.epsilon, "delta": args.delta},
     )
 
 

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, TypeVar
 
+import attrs
+
 from minsep.framework import setup
 from minsep.framework.backend import BACKEND_SPECS
 from minsep.framework.errors import ConfigurationError
@@ -44,6 +46,7 @@ __all__ = [
     "build_accountant",
     "build_scheme",
     "build_strategy",
+    "choose_accountant",
     "fmt",
     "given_accountant_options",
     "print_json",
@@ -73,6 +76,7 @@ _ACCOUNTANT_OPTIONS = {
     "memory_budget": "memory_budget",
     "max_seconds": "max_seconds",
     "proposal": "proposal",
+    "bound": "bound",
     "pld_interval": "value_discretization_interval",
     "pld_memory_gib": "max_memory_gib",
 }
@@ -204,6 +208,12 @@ def show_plans() -> None:
     log.propagate = False
 
 
+def hide_plans() -> None:
+    """Keep the plan lines off stderr (``--quiet``); the plan's warnings still show."""
+    show_plans()
+    logging.getLogger("minsep.plan").setLevel(logging.WARNING)
+
+
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever ``sys.stderr`` is at the time of the record (not at creation)."""
 
@@ -249,7 +259,19 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="array backend, optionally with the kernel set (numpy:array, numpy:numba, ...)",
     )
-    mc.add_argument("--samples", type=positive_int, help="verification samples m")
+    mc.add_argument(
+        "--samples",
+        type=positive_int,
+        help="verification samples m per direction (default: epsilon and calibrate choose them "
+        "from --delta and --precision and say how many; delta and curve 1,000,000)",
+    )
+    mc.add_argument(
+        "--precision",
+        type=positive_float,
+        metavar="FRACTION",
+        help="without --samples: the relative gap between the certified answer and the "
+        "estimate the samples are chosen for (default 0.05; docs/math.md §7.3)",
+    )
     mc.add_argument("--pilot-samples", type=positive_int, help="pilot (estimate) samples")
     mc.add_argument(
         "--seed",
@@ -299,8 +321,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-seconds",
         type=positive_float,
         metavar="SECONDS",
-        help="refuse a run whose estimated time exceeds this (the estimate is printed on "
-        "stderr before every Monte Carlo run)",
+        help="bound the run's estimated time (printed on stderr before every Monte Carlo "
+        "run): samples chosen by --precision are cut to fit, down to precision 0.3, and the "
+        "precision reached is stated; a run that still does not fit is refused",
     )
     mc.add_argument(
         "--proposal",
@@ -311,10 +334,31 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
         "target with --samples, and the result says so)",
     )
     mc.add_argument(
+        "--bound",
+        choices=["betting", "fact42"],
+        help="how a certified epsilon is verified: betting (default: a fine epsilon grid, "
+        "one failure event, the samples' own spread) or fact42 (the pilot's ladder of "
+        "candidates, Fact 4.2's Bernoulli bound with a union bound)",
+    )
+    mc.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="show a progress bar (default: only on a terminal)",
+        help="show progress (default: a bar on a terminal; elsewhere a plain line every "
+        "tenth of a stage, at least every 30 s, once the stage runs 10 s)",
+    )
+    mc.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither reuse nor store the answer (seeded answers are cached in "
+        "$MINSEP_CACHE_DIR/answers, default ~/.cache/minsep/answers, keyed by the question and "
+        "the code version)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="keep stderr silent: no first answer, plan, progress or cache lines (errors and "
+        "warnings still show)",
     )
     add_pld_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -479,6 +523,8 @@ def given_accountant_options(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, dest, None)
         if value is not None:
             options[field] = value
+    if quiet(args) and "progress" not in options:
+        options["progress"] = False
     return options
 
 
@@ -557,21 +603,143 @@ def provenance_lines(result: EpsilonResult | DeltaResult) -> list[str]:
     return lines
 
 
+def choose_accountant(
+    args: argparse.Namespace, scheme: SamplingScheme, strategy: Strategy
+) -> tuple[Accountant, str | None]:
+    """The accountant of ``--accountant`` for the pair, and for ``auto`` a note saying which
+    was chosen and why.
+
+    ``auto`` (the default) takes the first of :data:`~minsep.framework.setup.PREFERENCE`
+    that supports the pair (exact PLD where the scheme has an exact event, else Monte Carlo),
+    through :func:`~minsep.framework.setup.select_accountant`; the options given apply to it
+    when it takes them, and those it does not take are named in a warning. A named accountant
+    refuses options it does not take (:func:`build_accountant`).
+    """
+    name = getattr(args, "accountant", None)
+    if name is None:
+        name = setup.AUTO  # an empty --accountant "" is looked up (and refused), not replaced
+    if name != setup.AUTO:
+        accountant = build_accountant(args, name)
+        accountant.require(scheme, strategy)
+        return accountant, None
+    given = given_accountant_options(args)
+    accountant = setup.select_accountant(
+        setup.AUTO,
+        scheme,
+        strategy,
+        factory=lambda n: setup.build_accountant(n, given, strict=False),
+    )
+    chosen = str(accountant.registry_name)
+    skipped = [
+        f"{n}: {reason}"
+        for n in setup.PREFERENCE[: setup.PREFERENCE.index(chosen)]
+        if n in accountants
+        and (reason := setup.build_accountant(n, strict=False).why_not(scheme, strategy))
+    ]
+    typed = {k for k in given if k != "progress" or getattr(args, "progress", None) is not None}
+    ignored = sorted(typed - set(setup.accountant_fields(type(accountant))))
+    if ignored:
+        flags = ", ".join("--" + o.replace("_", "-") for o in ignored)
+        warn(f"accountant auto chose {chosen!r}, which does not take {flags}: ignored")
+    if "monte_carlo" in skipped_names(skipped):
+        warn(
+            f"accountant auto chose {chosen!r}: Monte Carlo cannot account this pair, so the "
+            "bound is deterministic (looser); see the note, or name --accountant"
+        )
+    why = f" ({'; '.join(skipped)})" if skipped else ""
+    return accountant, f"accountant {chosen!r} chosen by --accountant auto{why}."
+
+
+def skipped_names(reasons: list[str]) -> set[str]:
+    """The accountant names of ``name: reason`` entries."""
+    return {reason.partition(":")[0] for reason in reasons}
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    """True when ``--quiet`` asks for a silent stderr (errors and warnings excepted)."""
+    return bool(getattr(args, "quiet", False))
+
+
+def _cached(
+    args: argparse.Namespace,
+    question: str | None,
+    numbers: dict[str, float] | None,
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+    ask: Callable[[Accountant, SamplingScheme, Strategy], R],
+) -> tuple[R, str | None]:
+    """The answer of a seeded question from the answer cache (with the line saying so), else
+    computed and stored; ``--no-cache``, ``--checkpoint`` (resumed by its own rules) or no
+    ``question`` computes without the cache."""
+    from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
+
+    key = None
+    resumable = getattr(args, "checkpoint", None) is not None  # the checkpoint's own rules
+    if question is not None and not getattr(args, "no_cache", False) and not resumable:
+        key = question_key(question, scheme, strategy, dict(numbers or {}), accountant)
+    if key is None:
+        return ask(accountant, scheme, strategy), None
+    result, when = AnswerCache().answer(
+        key,
+        Result,
+        lambda: ask(accountant, scheme, strategy),
+    )
+    return result, None if when is None else describe_hit(when, result)  # type: ignore[return-value]
+
+
 def answer(
     args: argparse.Namespace,
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
     lines: Callable[[R], list[str]],
     certified: Callable[[R], bool] | None = None,
     what: str = "answer",
+    *,
+    question: str | None = None,
+    numbers: dict[str, float] | None = None,
 ) -> int:
     """Build the question's objects from ``args``, ask it, print the result (``--json`` or
     ``lines``) and return the exit status: 0, or :data:`EXIT_UNCERTIFIED` when ``certified``
-    says the answer is not certified."""
+    says the answer is not certified.
+
+    With ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) and its ``numbers``, the
+    quick deterministic bound (:mod:`.first_answer`) is printed on stderr before the run
+    (unless ``--quiet``) and stored in the result's ``first_answer``, and the Monte Carlo
+    samples are chosen from the question (:mod:`.sample_choice`); the result's notes say
+    which accountant answered (with ``auto``) and how its samples were chosen.
+    """
+    from minsep.framework.cli.first_answer import first_answer
+    from minsep.framework.cli.sample_choice import choose_samples
+
     scheme = build_scheme(args)
     strategy = build_strategy(args)
-    show_plans()  # before the accountant: it logs the choice of --workers auto
-    accountant = build_accountant(args)
-    result = ask(accountant, scheme, strategy)
+    # plans first: building the accountant logs the choice of --workers auto
+    if quiet(args):
+        hide_plans()
+    else:
+        show_plans()
+    accountant, chosen = choose_accountant(args, scheme, strategy)
+    notes = [] if chosen is None else [chosen]
+    early = None
+    if question is not None:
+        early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
+        if early is not None and not quiet(args):
+            print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
+        accountant, stated = choose_samples(
+            args, accountant, scheme, strategy, question, dict(numbers or {})
+        )
+        if stated is not None:
+            notes.append(f"{stated}.")
+            if not quiet(args):
+                print(f"minsep: plan: {stated}", file=sys.stderr, flush=True)
+    result, cached = _cached(args, question, numbers, accountant, scheme, strategy, ask)
+    if cached is not None:
+        notes.append(f"{cached}.")
+        if not quiet(args):
+            print(f"minsep: {cached}", file=sys.stderr, flush=True)
+    result = attrs.evolve(result, notes=(*result.notes, *notes))
+    if early is not None:
+        result = attrs.evolve(result, first_answer=early.to_dict())
     if args.json:
         print_json(result)
     else:

@@ -32,6 +32,8 @@ import csv
 import io
 from fractions import Fraction
 
+import attrs
+
 from minsep.framework.cli import common
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.delta_command import refuse_delta
@@ -109,7 +111,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--csv", action="store_true", help="CSV output of the delta(eps) table")
     parser.add_argument(
-        "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
+        "--accountant",
+        default="auto",
+        help="registered accountant, or auto (default): exact pld where the scheme has an "
+        "exact event, else monte_carlo; the output names the one that answered",
     )
 
 
@@ -163,8 +168,12 @@ def _run(args: argparse.Namespace) -> int:
         )
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
-    common.show_plans()  # before the accountant: it logs the choice of --workers auto
-    accountant = common.build_accountant(args)
+    # plans first: building the accountant logs the choice of --workers auto
+    if common.quiet(args):
+        common.hide_plans()
+    else:
+        common.show_plans()
+    accountant, chosen = common.choose_accountant(args, scheme, strategy)
     epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid
     beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
     result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)
@@ -173,6 +182,8 @@ def _run(args: argparse.Namespace) -> int:
             f"--failure-probability {beta:g} is not what accountant {result.accountant!r} "
             f"spends: its curve's failure probability is {result.failure_probability:g}"
         )
+    if chosen is not None:
+        result = attrs.evolve(result, notes=(*result.notes, chosen))
     if args.deltas:
         result = result.with_epsilons(args.deltas)
     if args.json:

@@ -33,7 +33,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--epsilon", type=common.nonnegative_float, required=True, help="target epsilon"
     )
     parser.add_argument(
-        "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
+        "--accountant",
+        default="auto",
+        help="registered accountant, or auto (default): exact pld where the scheme has an "
+        "exact event, else monte_carlo; the output names the one that answered",
     )
 
 
@@ -75,6 +78,8 @@ def _run(args: argparse.Namespace) -> int:
         format_delta,
         lambda result: result.certified_delta < 1.0,
         "delta",
+        question="delta",
+        numbers={"sigma": args.sigma, "epsilon": args.epsilon},
     )
 
 

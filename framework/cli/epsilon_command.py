@@ -27,7 +27,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sigma", type=common.positive_float, required=True, help="noise multiplier"
     )
     parser.add_argument(
-        "--accountant", default="monte_carlo", help="registered accountant (default monte_carlo)"
+        "--accountant",
+        default="auto",
+        help="registered accountant, or auto (default): exact pld where the scheme has an "
+        "exact event, else monte_carlo; the output names the one that answered",
     )
 
 
@@ -60,6 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         format_epsilon,
         lambda result: math.isfinite(result.certified_epsilon),
         "epsilon",
+        question="epsilon",
+        numbers={"sigma": args.sigma, "delta": args.delta},
     )
 
 

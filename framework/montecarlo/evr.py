@@ -40,9 +40,22 @@ import numpy as np
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
-from minsep.framework.montecarlo.accumulators import BinSpec, SweepTally
+from minsep.framework.montecarlo.accumulators import (
+    BinSpec,
+    LossHistogram,
+    SweepTally,
+    hockey_stick,
+)
+from minsep.framework.montecarlo.betting import (
+    BettingPlan,
+    choose_bets,
+    choose_failure,
+    plan_grid,
+    walk,
+)
 from minsep.framework.montecarlo.bounds import (
     base_delta,
+    check_feasible_delta,
     kl_upper_confidence,
     overall_delta,
     verification_failure,
@@ -62,6 +75,7 @@ from minsep.framework.validation import check_range
 __all__ = [
     "DEFAULT_FACTORS",
     "DEFAULT_LADDER",
+    "EPSILON_BOUNDS",
     "CertifiedCurve",
     "DeltaCertificate",
     "EpsilonCertificate",
@@ -76,6 +90,12 @@ DEFAULT_LADDER: tuple[float, ...] = (1.0, 0.8, 0.65, 0.5, 0.35, 0.25, 0.125, 1.0
 #: The wider histogram a pilot is redone on when losses beyond the default range hid
 #: candidates: 4096 nats at h = 2**-6 (the same 2**18 bins, so the same memory).
 WIDE_BINS = BinSpec(bin_bits=6, max_loss=4096.0)
+#: The bounds :func:`certify_epsilon` can verify with (the first is the default).
+EPSILON_BOUNDS: tuple[str, ...] = ("betting", "fact42")
+#: The betting walk's grid is at full resolution up to where the pilot's delta falls to this
+#: fraction of delta_u, and coarsens (steps doubling) up to TOP_FRACTION.
+FINE_FRACTION = 1.0 / 4
+TOP_FRACTION = 1.0 / 64
 #: Multipliers of the pilot's delta upper estimate proposing base deltas for certify_delta.
 DEFAULT_FACTORS: tuple[float, ...] = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0)
 
@@ -109,11 +129,22 @@ class EpsilonCertificate:
     seconds: float
     reason: str = ""
     proposal: ProposalInfo | None = None
+    bound: str = "fact42"
 
     def notes(self) -> tuple[str, ...]:
         """Human-readable statement of what is guaranteed (or why nothing is)."""
         if not self.verified:
             return (f"NOT CERTIFIED: {self.reason} certified_epsilon = inf.",)
+        if self.bound == "betting":
+            return (
+                f"certified ({self.certified:.6g}, {self.delta:.6g})-DP by estimate-verify-"
+                f"release with the betting bound (docs/math.md §7.2): on {self.samples} fresh "
+                "samples per direction, every grid point from the top down to the released one "
+                f"refuted delta(eps) >= {self.base_delta:.6g} in both directions (wealth >= "
+                f"1/beta); one failure event of probability {self.failure_probability:.3g} "
+                f"covers the whole grid and is folded into delta (bets and grid fixed by "
+                f"{self.pilot_samples} pilot samples).",
+            )
         return (
             f"certified ({self.certified:.6g}, {self.delta:.6g})-DP by estimate-verify-release: "
             f"the candidate passed verification (mean of X <= base delta {self.base_delta:.6g} "
@@ -218,8 +249,13 @@ def certify_epsilon(
     config: EngineConfig | None = None,
     ladder: Sequence[float] = DEFAULT_LADDER,
     proposal: Proposal | None = None,
+    bound: str = "betting",
 ) -> EpsilonCertificate:
     """Certify an epsilon at ``delta`` by EVR (module docstring states the guarantee).
+
+    ``bound="betting"`` (default) walks a fine epsilon grid with the betting test of
+    :mod:`~minsep.framework.montecarlo.betting` (docs/math.md §7.2; ``ladder`` unused).
+    ``bound="fact42"`` is the candidate ladder verified by Fact 4.2:
 
     1. ``delta_b = base_delta(samples, delta, candidates=len(ladder))`` (raises naming
        ``m`` when ``samples`` is too small for ``delta``).
@@ -246,7 +282,13 @@ def certify_epsilon(
         raise ConfigurationError(
             f"certify_epsilon.ladder = {tuple(ladder)!r} is invalid: must be fractions in (0, 1]"
         )
+    if bound not in EPSILON_BOUNDS:
+        raise ConfigurationError(
+            f"certify_epsilon.bound = {bound!r} is invalid: must be one of {list(EPSILON_BOUNDS)}"
+        )
     config = engine_config(config, "certify_epsilon")
+    if bound == "betting":
+        return _certify_betting(model, sigma, delta, samples, pilot_samples, seed, config, start)
     fractions = sorted((float(k) for k in ladder), reverse=True)
     count = len(fractions)
     delta_b = base_delta(samples, delta, candidates=count)
@@ -307,6 +349,124 @@ def certify_epsilon(
         seconds=time.perf_counter() - start,
         reason=reason,
     )
+
+
+def _certify_betting(
+    model: PrivacyLossModel,
+    sigma: float,
+    delta: float,
+    samples: int,
+    pilot_samples: int,
+    seed: int,
+    config: EngineConfig,
+    start: float,
+) -> EpsilonCertificate:
+    """:func:`certify_epsilon` with the betting bound (docs/math.md §7.2).
+
+    The pilot (stream 0) alone fixes ``beta``, ``delta_u``, the grid and the bets; the
+    verification sample (stream 1) is only read by
+    :func:`~minsep.framework.montecarlo.betting.walk`.
+    """
+    check_feasible_delta("certify_epsilon", delta)
+    base_delta(samples, delta)  # refuses (naming m) a sample too small for any certificate
+    pilot = _pilot(model, sigma, pilot_samples, seed, config, "pilot")
+    if _overflow(pilot) > TOP_FRACTION * delta:
+        wide = attrs.evolve(config, bins=WIDE_BINS)
+        if wide.bins.max_loss > config.bins.max_loss:  # same remedy as the ladder's
+            config = wide
+            pilot = _pilot(model, sigma, pilot_samples, seed, config, "pilot wide")
+    hists = [pilot.histogram(0, d) for d in pilot.directions]
+    at = max(h.epsilon(delta) for h in hists)  # the pilot's answer: E[X^2] there sets beta
+    variance = max(_second_moment(h, at) for h in hists) if math.isfinite(at) else 1.0
+    beta, delta_u = choose_failure(delta, samples, min(max(variance, 1.0 / pilot_samples), 1.0))
+    fine = max(h.epsilon(FINE_FRACTION * delta_u) for h in hists)
+    top = max(h.epsilon(TOP_FRACTION * delta_u) for h in hists)
+    verify = None
+    released: int | None = None
+    plan = None
+    if math.isfinite(top):
+        verify = sample(
+            model,
+            [sigma],
+            n_samples=samples,
+            seed=seed,
+            stream=VERIFY_STREAM,
+            config=config,
+            description="verify",
+        )
+        # the plan reads the pilot only, so it is independent of the verification draws
+        grid = plan_grid(fine, top, config.bins.width)
+        bets = tuple(choose_bets(h, grid, delta_u, beta, samples) for h in hists)
+        plan = BettingPlan(delta_u=delta_u, failure=beta, grid=grid, bets=bets)
+        released, _ = walk([verify.histogram(0, d) for d in verify.directions], plan)
+    runs = [pilot] if verify is None else [pilot, verify]
+    estimate = estimate_epsilon(runs, delta)
+    point = math.inf if plan is None or released is None else float(plan.grid[released])
+    observed = (
+        ()
+        if verify is None or not math.isfinite(point)
+        else (max(verify.histogram(0, d).delta(point) for d in verify.directions),)
+    )
+    reason = ""
+    if plan is None:
+        reason = (
+            f"the losses exceed the histogram's range: a fraction {_overflow(pilot):.3g} of the "
+            f"{pilot_samples} pilot losses lies above {config.bins.max_loss:g} nats (or is "
+            f"infinite), so no finite grid could be laid; more samples cannot help: epsilon at "
+            "this sigma is larger than the range or infinite (raise sigma, or check the model)."
+        )
+    elif released is None:
+        reason = (
+            f"no grid point passed verification: even the top of the grid, epsilon "
+            f"{plan.grid[-1]:.6g}, failed the betting test "
+            f"at level delta_u {delta_u:.6g} with {samples} samples; more verification or pilot "
+            "samples may certify it, or use an exact accountant."
+        )
+    return EpsilonCertificate(
+        sigma=float(sigma),
+        delta=float(delta),
+        estimate=estimate.value,
+        std_error=estimate.std_error,
+        certified=max(point, estimate.value) if math.isfinite(point) else math.inf,
+        verified=math.isfinite(point),
+        base_delta=delta_u,
+        failure_probability=beta,
+        candidates=(point,) if math.isfinite(point) else (),
+        candidate_deltas=observed,
+        samples=samples,
+        pilot_samples=pilot_samples,
+        seed=seed,
+        seconds=time.perf_counter() - start,
+        reason=reason,
+        bound="betting",
+    )
+
+
+def _pilot(
+    model: PrivacyLossModel,
+    sigma: float,
+    pilot_samples: int,
+    seed: int,
+    config: EngineConfig,
+    description: str,
+) -> SweepTally:
+    return sample(
+        model,
+        [sigma],
+        n_samples=pilot_samples,
+        seed=seed,
+        stream=PILOT_STREAM,
+        config=config,
+        description=description,
+    )
+
+
+def _second_moment(hist: LossHistogram, epsilon: float) -> float:
+    """Conservative empirical ``E[X^2]`` at ``epsilon`` (samples at their upper edges)."""
+    occupied = np.flatnonzero(hist.counts)
+    x = hockey_stick(np, occupied.astype(np.float64) * hist.spec.width, epsilon)
+    total = hist.total
+    return float(hist.counts[occupied] @ (x * x) + hist.overflow) / total if total else 1.0
 
 
 def _propose(

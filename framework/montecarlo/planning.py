@@ -31,6 +31,7 @@ import numpy as np
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.validation import check_range
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
@@ -284,23 +285,26 @@ def measure_rates(
 ) -> tuple[float, float]:
     """``(draw, evaluation)`` seconds per sample and direction, timed on a small probe.
 
-    Per direction: a one-sample warm-up (compiles kernels; used as the measurement when it
-    takes ``WARM_UP_SECONDS`` or more, an overestimate), then probes of 1, 8, 64, ...
+    Per direction: two one-sample warm-ups (the first compiles kernels and is never used; the
+    second is used as the measurement when it takes ``WARM_UP_SECONDS`` or more), then probes
+    of 1, 8, 64, ...
     samples (``draw``, then one ``privacy_loss`` plus tally at ``sigma``) until one takes
     ``PROBE_SECONDS`` or reaches ``min(chunk, 2**21 / n)`` samples; the last one is used. A
     costly model (e.g. large k_u) is thus timed on a single sample. The probe draws on its own
     seed sequence (spawn key ``(2**31, direction)``), never from a run's streams.
     """
     from minsep.framework.montecarlo.accumulators import BinSpec, LossTally
-    from minsep.framework.montecarlo.sampling import _accumulate  # imports this module
+    from minsep.framework.montecarlo.sampling import MIN_SIGMA, _accumulate  # imports this module
 
+    # the probe runs before the question's own checks: refuse a sigma the engine refuses
+    check_range("measure_rates", "sigma", sigma, low=MIN_SIGMA)
     resolved = get_backend(backend)
     largest = _probe_samples(model, chunk_size)
     draw_total = eval_total = 0.0
     directions = (Direction.REMOVE, Direction.ADD)
     for code, direction in enumerate(directions):
         rngs = iter(np.random.SeedSequence(seed, spawn_key=(1 << 31, code)).spawn(64))
-        size, warm = 1, True
+        size, warm_ups = 1, 2
         while True:
             start = time.perf_counter()
             transcript = model.draw(size, direction, resolved.rng(next(rngs)), resolved)
@@ -308,9 +312,9 @@ def measure_rates(
             loss = model.privacy_loss(transcript, sigma)
             _accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
             end = time.perf_counter()
-            if warm:  # the warm-up compiles kernels; it counts only when already slow
-                warm = False
-                if end - start < WARM_UP_SECONDS:
+            if warm_ups:  # the first call compiles kernels: time a second one-sample call
+                warm_ups -= 1
+                if warm_ups or end - start < WARM_UP_SECONDS:
                     continue
             if end - start >= PROBE_SECONDS or size >= largest:
                 break

@@ -4,9 +4,10 @@ A run draws ``n_samples`` privacy-loss samples per direction, split into chunks 
 ``chunk_size`` (the last one shorter). For chunk ``i`` of stream ``s`` and direction ``d`` the
 random source is ``backend.rng(SeedSequence(seed, spawn_key=(s, i, code(d))))`` with
 ``code(REMOVE) = 0``, ``code(ADD) = 1``. The model draws one sigma-free transcript per chunk
-and direction (``model.draw``) and the engine evaluates ``model.privacy_loss`` for **every**
-sigma of the sweep on it (common random numbers), folding each loss vector into the
-(sigma, direction) :class:`~minsep.framework.montecarlo.accumulators.LossTally`.
+and direction and evaluates the privacy loss for **every** sigma of the sweep on it (common
+random numbers; ``model.privacy_losses``, which a model may fuse block by block), and the
+engine folds each loss vector into the (sigma, direction)
+:class:`~minsep.framework.montecarlo.accumulators.LossTally`.
 
 Determinism: a run is a function of (model, sigmas, checks, seed, stream, n_samples,
 chunk_size, backend); chunk results are merged in chunk order, so executors and worker counts
@@ -27,14 +28,12 @@ from __future__ import annotations
 
 import math
 import signal
-import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
-from tqdm.auto import tqdm
 
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, Backend, get_backend
@@ -50,6 +49,7 @@ from minsep.framework.montecarlo.accumulators import (
 from minsep.framework.montecarlo.checkpoint import Checkpoint, Journal
 from minsep.framework.montecarlo.executors import Executor, LocalExecutor
 from minsep.framework.montecarlo.planning import chunk_size_for
+from minsep.framework.montecarlo.progress import progress_bar
 
 __all__ = [
     "BOTH",
@@ -186,7 +186,8 @@ class EngineConfig:
             in the parent (kernel set included) is what worker processes rebuild.
         executor: where chunks run (``LocalExecutor``, ``ProcessExecutor``, ``DaskExecutor``
             or a plugin).
-        progress: show a tqdm bar: None = only when stderr is a terminal.
+        progress: show progress: None = a tqdm bar on a terminal, else plain lines once a
+            stage runs 10 s (:mod:`.progress`); True = always; False = never.
         bins: the histogram grid.
         checkpoint: save progress there and resume from it (one file per accounting
             question, one stage per :func:`sample` call, keyed by its ``description``; see
@@ -274,9 +275,8 @@ class ChunkTask:
         out = self.empty()
         for direction in self.directions:
             rng = backend.rng(chunk_seed(self.seed, self.stream, index, direction))
-            transcript = self.model.draw(size, direction, rng, backend)
-            for i, sigma in enumerate(self.sigmas):
-                loss = self.model.privacy_loss(transcript, sigma)
+            losses = self.model.privacy_losses(size, direction, rng, backend, self.sigmas)
+            for i, loss in enumerate(losses):
                 _accumulate(out.tally(i, direction), loss, size, backend, self.bins)
         return out
 
@@ -315,17 +315,8 @@ def _accumulate(
 
 
 def _bar(total: int, progress: bool | None, description: str) -> Any:
-    show = sys.stderr.isatty() if progress is None else progress
-    return tqdm(
-        total=total,
-        desc=description,
-        unit="samples",
-        unit_scale=True,
-        disable=not show,
-        leave=False,
-        delay=0.5 if progress is None else 0.0,
-        file=sys.stderr,
-    )
+    # a tqdm bar on a terminal, plain lines elsewhere (see .progress)
+    return progress_bar(total, progress, description)
 
 
 def sample_chunks(

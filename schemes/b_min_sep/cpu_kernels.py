@@ -204,6 +204,12 @@ def linear_rows(
 
 
 @njit
+def scratch_size(n: int, b: int) -> int:
+    """float64 values of the row buffers of :func:`b_min_sep_rows_in` (about ``14 n + 5 b``)."""
+    return (3 * GROUP + 2) * n + (GROUP + 1) * b
+
+
+@njit
 def b_min_sep_rows(
     values: np.ndarray,
     steps: np.ndarray,
@@ -218,21 +224,47 @@ def b_min_sep_rows(
     warm: bool,
     out: np.ndarray,
 ) -> int:
+    """:func:`b_min_sep_rows_in` with row buffers of its own."""
+    work = np.empty(scratch_size(values.shape[1], b))
+    return b_min_sep_rows_in(values, steps, table, base, a, inv_s2, log_p, q, p, b, warm, out, work)
+
+
+@njit
+def b_min_sep_rows_in(
+    values: np.ndarray,
+    steps: np.ndarray,
+    table: np.ndarray,
+    base: np.ndarray,
+    a: float,
+    inv_s2: float,
+    log_p: float,
+    q: float,
+    p: float,
+    b: int,
+    warm: bool,
+    out: np.ndarray,
+    work: np.ndarray,
+) -> int:
     """``out[s] = ln P/Q`` of b-min-sep for every row s; returns the rows done in logs.
 
     ``values`` ``(S, n)``: noise correlations (``a = 1/sigma``) or dots (``a = 1/sigma^2``);
     ``steps`` ``(S, m)`` int32 participation steps, ascending, ``>= n`` once done (``m = 0``:
     no signal); ``table`` from :func:`signal_table`; ``base[i] = ln p - ||c_i||^2 / (2
-    sigma^2)``.
+    sigma^2)``; ``work``: at least :func:`scratch_size` float64 values of row buffers (a caller
+    evaluating block after block passes the same ones: buffers of this size, allocated fresh,
+    would be mapped and faulted in on every call).
     """
     rows, n = values.shape
     m = steps.shape[1]
     k = table.shape[0]
-    x = np.empty((GROUP, n))
-    e = np.empty((GROUP, n))
-    bits = np.empty(n, dtype=np.int64)
-    f = np.empty((GROUP, n + b))
-    g_logs = np.empty(n + b)
+    x = work[: GROUP * n].reshape((GROUP, n))
+    e = work[GROUP * n : 2 * GROUP * n].reshape((GROUP, n))
+    at = 2 * GROUP * n
+    f = work[at : at + GROUP * (n + b)].reshape((GROUP, n + b))
+    at += GROUP * (n + b)
+    g_logs = work[at : at + n + b]
+    at += n + b
+    bits = work[at : at + n].view(np.int64)
     results = np.empty(GROUP)
     wild = np.zeros(GROUP, dtype=np.bool_)
     log_q = math.log(q) if q > 0.0 else -np.inf

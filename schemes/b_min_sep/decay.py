@@ -22,7 +22,6 @@ from collections.abc import Sequence
 
 import attrs
 import numpy as np
-from scipy import signal
 
 from minsep.framework.errors import ConfigurationError
 
@@ -72,6 +71,8 @@ def toeplitz_inverse_column(
     h = np.asarray(inverse_column, dtype=np.float64)
     impulse = np.zeros(n_steps)
     impulse[0] = 1.0
+    from scipy import signal  # ~0.7 s to import: only when a decay bound is computed
+
     return np.asarray(signal.lfilter([1.0], h, impulse), dtype=np.float64)
 
 

@@ -12,7 +12,7 @@ start, Algorithm 2). b = 1 with C = I is Poisson sampling: P/Q = prod_i (1 - p +
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -22,7 +22,7 @@ from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.participation import ParticipationChain
 from minsep.schemes.b_min_sep import gpu_kernels
-from minsep.schemes.b_min_sep.fused import host_b_min_sep
+from minsep.schemes.b_min_sep.fused import host_b_min_sep, host_losses
 from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
 from minsep.schemes.kernels.fields import (
     as_coefficients,
@@ -172,6 +172,36 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
             kernels=kernels,
         )
 
+    def privacy_losses(
+        self,
+        n_samples: int,
+        direction: Direction,
+        rng: RandomSource,
+        backend: Backend,
+        sigmas: Sequence[float],
+    ) -> list[Any]:
+        """The losses of one draw at every sigma; on the host kernels fused block by block
+        (:func:`~minsep.schemes.b_min_sep.fused.host_losses`: the same values as
+        ``privacy_loss(draw(...), sigma)``, without holding the transcript)."""
+        fused = _DRAW_AND_EVALUATE.get(self.kernel_set(backend))
+        if fused is None:
+            return super().privacy_losses(n_samples, direction, rng, backend, sigmas)
+        steps = None
+        if direction is Direction.REMOVE:
+            steps = self.steps(n_samples, rng, backend)
+        return fused(
+            n_samples,
+            self.n_steps,
+            steps,
+            self.coefficients,
+            rng,
+            sigmas,
+            direction.sign,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+        )
+
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
         xp, kernels = transcript.xp, transcript.kernels
@@ -216,6 +246,8 @@ _NOISE: dict[str, Callable[..., Any]] = {
     "numba": host_noise,
     "cuda": gpu_kernels.device_noise,
 }
+#: The fused draw-and-evaluate of each kernel set that has one (others: draw, then evaluate).
+_DRAW_AND_EVALUATE: dict[str, Callable[..., list[Any]]] = {"numba": host_losses}
 #: The fused log-ratio of each kernel set that has one (others: portable array code).
 _FUSED: dict[str, Callable[..., Any]] = {
     "numba": host_b_min_sep,

@@ -73,17 +73,30 @@ def correlate_rows(z: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
 
 
 @njit
-def steps_from_logs(
-    logs: np.ndarray, offset: np.ndarray, log_stay: float, b: int, n: int, out: np.ndarray
-) -> None:
-    """Participation steps from ``logs = ln(1 - u)`` exactly as the array code of
-    :func:`~minsep.schemes.kernels.sampling.chain_steps` computes them (the same IEEE
-    operations in the same order): ``min(offset + cumsum(min(floor(logs / log_stay), n) + b),
-    n)``."""
-    rows, m = logs.shape
+def chain_round(
+    logs: np.ndarray,
+    active: np.ndarray,
+    alive: int,
+    times: np.ndarray,
+    counts: np.ndarray,
+    log_stay: float,
+    b: int,
+    n: int,
+    out: np.ndarray,
+) -> int:
+    """One round of :func:`~minsep.schemes.kernels.sampling.chain_steps`: the i-th of the
+    ``alive`` samples listed in ``active`` moves to ``t + min(floor(logs[i] / log_stay), n) +
+    b`` (``logs = ln(1 - u)``; the array code's IEEE operations in the same order), records it
+    in ``out`` while inside the horizon, and stays listed only then. Returns the new count."""
     nf = float(n)
-    for s in range(rows):
-        total = 0.0
-        for j in range(m):
-            total += min(math.floor(logs[s, j] / log_stay), nf) + b
-            out[s, j] = np.int32(min(total + offset[s], nf))
+    kept = 0
+    for i in range(alive):
+        s = active[i]
+        t = times[s] + (min(np.floor(logs[i] / log_stay), nf) + b)
+        times[s] = t
+        if t < nf:
+            out[s, counts[s]] = np.int32(t)
+            counts[s] += 1
+            active[kept] = s
+            kept += 1
+    return kept

@@ -5,8 +5,9 @@ arrays). They compute exactly what the portable array code computes (docs/math.m
 same random stream, with O(block) scratch memory instead of O(chunk):
 
 * :func:`host_noise` draws the ``(S, n)`` standard normals in row blocks into a reused buffer
-  and correlates each block with c (direct sums up to :data:`KERNEL_DIRECT_MAX_BANDS` bands,
-  batched real FFTs above), writing ``<c_i, z>`` straight into the transcript array;
+  and correlates each block with c (direct sums, overlap-save or one long FFT per row, as
+  :mod:`.correlation` measures fastest here), writing ``<c_i, z>`` straight into the
+  transcript array, itself reused across chunks (:mod:`.buffers`);
 * :func:`minsep.schemes.b_min_sep.fused.host_b_min_sep` evaluates b-min-sep's ``ln P/Q`` for
   every sample in one compiled call.
 
@@ -32,19 +33,19 @@ argue away, so it is not done.
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from minsep.framework.backend import RandomSource
-from minsep.schemes.kernels import cpu_kernels
+from minsep.schemes.kernels import correlation
 from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
+from minsep.schemes.kernels.buffers import reusable
 
-#: Up to this many bands the host path correlates directly (O(n k), vectorised); above it by
-#: FFT. Measured crossover on one Zen 4 core (AVX-512): 64-128 bands at n = 1024 and n = 7200
-#: (direct costs about 0.1 ns per band and step, a real FFT pair about 7-9 ns per step).
-KERNEL_DIRECT_MAX_BANDS = 64
+#: The crossover of the deterministic rule (``MINSEP_CORRELATION=fixed``); by default the
+#: method is measured on the running machine (:mod:`.correlation`).
+KERNEL_DIRECT_MAX_BANDS = correlation.FIXED_DIRECT_MAX_BANDS
 
 #: Target elements per normal block with direct correlation (256 KiB of float64, in L2).
 BLOCK_ELEMENTS = 1 << 15
@@ -66,33 +67,38 @@ def _block_rows(n_steps: int, fft: bool = False) -> int:
     return max(1, (FFT_BLOCK_ELEMENTS if fft else BLOCK_ELEMENTS) // n_steps)
 
 
-@functools.lru_cache(maxsize=64)
-def _fft_kernel(coefficients: tuple[float, ...], length: int) -> np.ndarray:
-    c = effective_coefficients(coefficients, length)
-    kernel = np.conj(np.fft.rfft(c, n=length))
-    kernel.setflags(write=False)
-    return kernel
-
-
 def host_noise(
     n_samples: int, n_steps: int, coefficients: tuple[float, ...], rng: RandomSource
 ) -> np.ndarray:
     """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))`` (drawn blockwise, same
-    stream): float64 ``(n_samples, n_steps)``."""
+    stream): float64 ``(n_samples, n_steps)``, in a reused array (:mod:`.buffers`)."""
+    out = reusable((n_samples, n_steps), role="noise")
+    for _ in noise_blocks(n_samples, n_steps, coefficients, rng, out=out):
+        pass
+    return out
+
+
+def noise_blocks(
+    n_samples: int,
+    n_steps: int,
+    coefficients: tuple[float, ...],
+    rng: RandomSource,
+    out: np.ndarray | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The rows of :func:`host_noise` block by block: ``(first row, block)`` pairs, written into
+    the rows of ``out`` when given, else into one reused buffer (each block then valid until
+    the next is asked for). The correlation method is
+    :func:`~minsep.schemes.kernels.correlation.plan`'s (direct, overlap-save or one long FFT,
+    by measurement on this machine)."""
     c = effective_coefficients(coefficients, n_steps)
     k = int(c.size)
-    out = np.empty((n_samples, n_steps))
-    direct = k <= KERNEL_DIRECT_MAX_BANDS
-    rows = min(_block_rows(n_steps, fft=not direct), max(1, n_samples))
+    fft_rows = _block_rows(n_steps, fft=True)
+    method = correlation.plan(n_steps, k, fft_rows)
+    rows = fft_rows if method.method != "direct" else _block_rows(n_steps)
+    rows = min(rows, max(1, n_samples))
     generator = generator_of(rng)
-    buffer = np.empty((rows, n_steps))
-    if not direct:
-        from scipy import fft as host_fft
-
-        length = int(host_fft.next_fast_len(n_steps + k - 1, real=True))
-        kernel = _fft_kernel(tuple(float(v) for v in c), length)
-        spectrum = np.empty((rows, length // 2 + 1), dtype=np.complex128)
-        inverse = np.empty((rows, length))
+    buffer = reusable((rows, n_steps), role="normals")
+    block = reusable((rows, n_steps), role="noise-block") if out is None else out
     for start in range(0, n_samples, rows):
         size = min(rows, n_samples - start)
         if generator is not None:
@@ -100,16 +106,9 @@ def host_noise(
             generator.standard_normal(out=z)
         else:
             z = np.asarray(rng.standard_normal((size, n_steps)), dtype=np.float64)
-        if direct:
-            cpu_kernels.correlate_rows(z, c, out[start : start + size])
-        else:
-            spec = spectrum[:size]
-            np.fft.rfft(z, n=length, axis=-1, out=spec)
-            spec *= kernel
-            inv = inverse[:size]
-            np.fft.irfft(spec, n=length, axis=-1, out=inv)
-            out[start : start + size] = inv[:, :n_steps]
-    return out
+        target = block[:size] if out is None else out[start : start + size]
+        method.run(z, c, target)
+        yield start, target
 
 
 def correlated_noise(

@@ -84,37 +84,88 @@ def chain_steps(
     """Participation steps of one example under b-min-sep: int32 ``(S, ceil(n / b))``.
 
     Row s lists the steps (0-based, ascending) at which sample s participates, then the
-    sentinel ``n``. The chain of docs/math.md §3 is run by its renewal structure: from an available
-    step the wait until the next participation is Geometric(p) on {0, 1, ...} (inverse CDF
-    ``floor(ln(1 - u) / ln(1 - p))``: ``Pr[G >= g] = (1 - p)^g``; exact up to float64 rounding
-    of the logarithms), after which the example is barred for b - 1 steps. So
+    sentinel ``n``. The chain of docs/math.md §3 is run by its renewal structure: from an
+    available step the wait until the next participation is Geometric(p) on {0, 1, ...}
+    (inverse CDF ``floor(ln(1 - u) / ln(1 - p))``: ``Pr[G >= g] = (1 - p)^g``; exact up to
+    float64 rounding of the logarithms), after which the example is barred for b - 1 steps. So
 
         t_1 = s_0 + G_1,   t_{j+1} = t_j + b + G_{j+1},
 
-    with s_0 the initial state (0 cold; drawn from pi warm, Algorithm 2). At most ceil(n / b)
-    participations fit in n steps, so that many uniforms per sample suffice. Stream: ``S``
-    uniforms for s_0 (warm only), then ``S x ceil(n / b)`` uniforms, in that order.
-    ``kernels``: the backend's kernel set (``"numba"`` fuses the last steps on the host).
+    with s_0 the initial state (0 cold; drawn from pi warm, Algorithm 2), until some t_j >= n.
+    A sample thus takes one uniform per participation plus the one that ends it (about
+    ``n p / (1 + (b - 1) p) + 1``), not one per possible participation.
+
+    Stream: ``S`` uniforms for s_0 (warm only), then rounds: round r draws one uniform for each
+    sample whose chain is still inside the horizon after r - 1 gaps, in sample order, until no
+    sample is left. ``kernels``: the backend's kernel set (``"numba"`` runs each round's update
+    compiled on the host; the same IEEE operations as the array code).
     """
     m = -(-n_steps // min_sep)
     if warm_start:
         start = initial_states(n_samples, p, min_sep, rng, xp)
     else:
         start = xp.zeros((n_samples,), dtype=xp.int64)
-    u = rng.random((n_samples, m))
     log_stay = math.log1p(-p) if p < 1.0 else -math.inf  # p = 1: every wait is 0
-    offset = xp.reshape(_astype(start, xp.float64, xp), (n_samples, 1)) - float(min_sep)
-    if kernels == "numba":  # the same float operations, fused after numpy's log1p
-        from minsep.schemes.kernels.cpu_kernels import steps_from_logs
+    # t_0 = s_0 - b, so that t_1 = t_0 + (G_1 + b) like every later participation
+    times = _astype(start, xp.float64, xp) - float(min_sep)
+    if kernels == "numba":
+        return _host_chain_steps(times, n_steps, min_sep, m, log_stay, rng)
+    return _array_chain_steps(times, n_steps, min_sep, m, log_stay, rng, xp)
 
-        np.log1p(np.negative(u, out=u), out=u)
-        out = np.empty((n_samples, m), dtype=np.int32)
-        steps_from_logs(u, np.ascontiguousarray(offset[:, 0]), log_stay, min_sep, n_steps, out)
-        return out
-    waits = xp.minimum(xp.floor(xp.log1p(-u) / log_stay), float(n_steps))
-    # integer-valued floats: the cumulative sum is exact (all partial sums < 2^53)
-    steps = _cumulative_sum(waits + float(min_sep), xp) + offset
-    return _astype(xp.minimum(steps, float(n_steps)), xp.int32, xp)
+
+def _host_chain_steps(
+    times: np.ndarray, n_steps: int, b: int, m: int, log_stay: float, rng: RandomSource
+) -> np.ndarray:
+    """The rounds of :func:`chain_steps` with the update of each round compiled."""
+    from minsep.schemes.kernels.buffers import reusable
+    from minsep.schemes.kernels.cpu_kernels import chain_round
+    from minsep.schemes.kernels.fused import generator_of
+
+    n_samples = int(times.shape[0])
+    times = np.array(times, dtype=np.float64)  # a private, writable copy
+    out = reusable((n_samples, m), np.int32, role="steps")  # no fresh mapping
+    out.fill(n_steps)
+    counts = np.zeros(n_samples, dtype=np.int64)
+    active = np.arange(n_samples, dtype=np.int64)
+    alive = n_samples
+    generator = generator_of(rng)  # draw into one buffer when there is one
+    scratch = reusable((n_samples,), role="chain-uniforms")
+    while alive:
+        if generator is not None:
+            logs = scratch[:alive]
+            generator.random(out=logs)  # the numbers of rng.random((alive,))
+        else:
+            logs = np.asarray(rng.random((alive,)), dtype=np.float64)
+        np.log1p(np.negative(logs, out=logs), out=logs)
+        alive = chain_round(logs, active, alive, times, counts, log_stay, b, n_steps, out)
+    return out
+
+
+def _array_chain_steps(
+    times: Any, n_steps: int, b: int, m: int, log_stay: float, rng: RandomSource, xp: Any
+) -> Any:
+    """The rounds of :func:`chain_steps` in portable array code (no scatter: each round's
+    uniforms are spread over the samples still active by a gather)."""
+    n_samples = int(times.shape[0])
+    nf = float(n_steps)
+    active = times < nf  # every chain starts inside the horizon (t_0 < 0)
+    alive = n_samples
+    columns = []
+    while alive:
+        logs = xp.log1p(-rng.random((alive,)))
+        # the i-th active sample (in sample order) takes the i-th uniform of the round
+        rank = _cumulative_sum(_astype(active, xp.int64, xp), xp) - 1
+        spread = xp.take(logs, xp.clip(rank, 0, alive - 1), axis=0)
+        waits = xp.minimum(xp.floor(spread / log_stay), nf)
+        moved = times + (waits + float(b))
+        inside = active & (moved < nf)
+        columns.append(xp.where(inside, moved, nf))
+        times = xp.where(active, moved, times)
+        active = inside
+        alive = int(xp.sum(_astype(active, xp.int64, xp)))
+    # at most m participations fit in n steps: later columns hold only the sentinel
+    columns += [xp.full((n_samples,), nf)] * max(0, m - len(columns))
+    return _astype(xp.stack(columns[:m], axis=1), xp.int32, xp)
 
 
 def _astype(values: Any, dtype: Any, xp: Any) -> Any:
@@ -125,10 +176,10 @@ def _astype(values: Any, dtype: Any, xp: Any) -> Any:
 
 
 def _cumulative_sum(values: Any, xp: Any) -> Any:
-    """Cumulative sum along axis 1 (``cumulative_sum`` of the array API, else ``cumsum``)."""
+    """Cumulative sum of a vector (``cumulative_sum`` of the array API, else ``cumsum``)."""
     if hasattr(xp, "cumulative_sum"):
-        return xp.cumulative_sum(values, axis=1)
-    return xp.cumsum(values, axis=1)
+        return xp.cumulative_sum(values, axis=0)
+    return xp.cumsum(values, axis=0)
 
 
 def steps_to_pattern(steps: Any, n_steps: int, xp: Any) -> Any:

@@ -21,7 +21,6 @@ import math
 
 import attrs
 import numpy as np
-from scipy import stats
 
 from minsep.schemes.kernels.sampling import stationary_law
 
@@ -93,6 +92,8 @@ def count_tables(others: int, p: float, b: int) -> CountTables:
     grid = np.arange(GUIDE + 1) / GUIDE
     direct = np.empty((high - low + 1, DIRECT), dtype=np.uint8)
     bases = np.zeros(high - low + 1, dtype=np.int64)
+    from scipy import stats  # ~0.2 s; only when a table is built
+
     for trials in range(low, high + 1):
         length = _tail_length(trials, p)
         values = np.asarray(stats.binom.cdf(np.arange(length), trials, p), dtype=np.float64)

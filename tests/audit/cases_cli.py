@@ -184,9 +184,13 @@ def cli_cases() -> list[Case]:
     cases += _numeric("epsilon", ["-1", "nan", "inf", "abc"], calibrate, "epsilon")
     cases += [
         bad("cli-rate-infeasible-for-min-sep", epsilon(rate="1/2", min_sep="4"), "rate"),
-        bad("cli-bands-above-min-sep", epsilon(bands="4"), "bands"),
+        bad("cli-bands-above-min-sep", epsilon(bands="4", accountant="monte_carlo"), "bands"),
         bad("cli-bands-above-steps", epsilon(EXACT, accountant="gaussian", bands="16"), "bands"),
-        bad("cli-bands-above-min-sep-json", (*epsilon(bands="4"), "--json"), "bands"),
+        bad(
+            "cli-bands-above-min-sep-json",
+            (*epsilon(bands="4", accountant="monte_carlo"), "--json"),
+            "bands",
+        ),
         bad("cli-min-sep-huge", epsilon(min_sep="1000000000"), "rate", "min_sep"),
         bad("cli-steps-huge-monte-carlo", epsilon(steps="10000000"), "steps", "memory"),
         edge(
@@ -369,7 +373,12 @@ def subprocess_cases() -> list[Case]:
         ),
         run("proc-unknown-scheme", CLEAR_ERROR, epsilon(scheme="bminsep"), "scheme"),
         run("proc-sigma-nan", CLEAR_ERROR, epsilon(sigma="nan"), "sigma"),
-        run("proc-bands-above-min-sep", CLEAR_ERROR, epsilon(bands="4"), "bands"),
+        run(
+            "proc-bands-above-min-sep",
+            CLEAR_ERROR,
+            epsilon(bands="4", accountant="monte_carlo"),
+            "bands",
+        ),
         run("proc-epsilon-pld", VALID, (*epsilon(EXACT, accountant="pld"), "--json")),
         run(
             "proc-truncated-missing-min-sep",

@@ -67,5 +67,6 @@ def test_walkthrough_strategy_is_the_one_buffer_blt(walkthrough: dict[str, Any])
     np.testing.assert_allclose(geometric.matrix(10), blt.matrix(10), rtol=1e-12)
     assert geometric.prefix_mse(30) == pytest.approx(blt.prefix_mse(30), rel=1e-12)
     scheme = schemes.get("b_min_sep").from_rate(64, 0.25, min_sep=4)
+    assert scheme.loss_model(geometric).bounds_ratio  # App. B.1, not the banded model
     with pytest.raises(NotAccountableError):
-        scheme.loss_model(geometric)
+        scheme.dp_event(geometric, 1.0)

@@ -67,6 +67,7 @@ def test_cli_proposal_flag(capsys: pytest.CaptureFixture[str]) -> None:
         "epsilon", "--scheme", "poisson", "--steps", str(N), "--rate", str(RATE),
         "--sigma", str(SIGMA), "--delta", str(DELTA), "--samples", "2000",
         "--pilot-samples", "500", "--seed", "3", "--proposal", "escort", "--json",
+        "--accountant", "monte_carlo",
     ]  # fmt: skip
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)

@@ -43,8 +43,10 @@ def _toy_args(*extra: str) -> list[str]:
 
 
 def _one_line(err: str) -> str:
-    """The one error line of ``err`` (the planned-work lines a run prints first aside)."""
-    lines = [line for line in err.splitlines() if line.strip() and "minsep: plan:" not in line]
+    """The one error line of ``err`` (the first-answer and planned-work lines a run prints
+    first aside)."""
+    before = ("minsep: plan:", "minsep: first answer")
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(before)]
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]

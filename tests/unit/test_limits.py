@@ -245,7 +245,8 @@ def test_plan_is_logged_and_max_seconds_refuses(caplog: pytest.LogCaptureFixture
 
 def test_cli_prints_the_plan_before_the_run(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["epsilon", "--scheme", "poisson", "--steps", "64", "--rate", "1/16", "--sigma", "1",
-            "--delta", "0.05", "--samples", "2000", "--seed", "1", "--json"]  # fmt: skip
+            "--delta", "0.05", "--samples", "2000", "--seed", "1", "--json",
+            "--accountant", "monte_carlo"]  # fmt: skip
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert out.lstrip().startswith("{")
@@ -306,7 +307,8 @@ def test_calibrate_and_epsilon_agree_beyond_the_default_range() -> None:
 
 def test_cli_uncertified_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["epsilon", "--scheme", "poisson", "--steps", "64", "--rate", "1/2", "--sigma",
-            "0.004", "--delta", "0.05", "--samples", "1000", "--seed", "1"]  # fmt: skip
+            "0.004", "--delta", "0.05", "--samples", "1000", "--seed", "1",
+            "--accountant", "monte_carlo"]  # fmt: skip
     assert main(args) == EXIT_UNCERTIFIED == 3
     out, err = capsys.readouterr()
     assert "NOT CERTIFIED: the losses exceed the histogram's range" in out
@@ -346,8 +348,32 @@ def test_a_costly_model_is_timed_on_few_samples() -> None:
 
     draw, evaluate = planning.measure_rates(Counting(), 1.0, chunk_size=1000)
     assert draw > 0 and evaluate > 0
-    assert max(calls) <= 1000 and calls[:2] == [1, 1]  # warm-up, then 1, 8, 64, ...
+    assert max(calls) <= 1000 and calls[:3] == [1, 1, 1]  # two warm-ups, then 1, 8, 64, ...
     assert all(b in (8 * a, 1000) for a, b in itertools.pairwise(calls) if b > 1)
+
+
+def test_a_slow_first_call_is_not_the_time_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiling kernels on the first call (seconds) must not be read as the cost of a sample
+    (a 1e6-sample run was once estimated at 107 days); a fake clock, no timing asserted."""
+    from minsep.framework.montecarlo import planning
+
+    clock = [0.0]
+    calls: list[int] = []
+
+    @attrs.frozen
+    class Compiling(GaussianToy):
+        def draw(self, n_samples: int, direction: Direction, rng: Any, backend: Any) -> Any:
+            calls.append(n_samples)
+            clock[0] += 30.0 if len(calls) == 1 else 1e-6 * n_samples
+            return super().draw(n_samples, direction, rng, backend)
+
+    def fake() -> float:
+        clock[0] += 1e-9
+        return clock[0]
+
+    monkeypatch.setattr(planning.time, "perf_counter", fake)
+    draw, _ = planning.measure_rates(Compiling(), 1.0, chunk_size=1000)
+    assert draw < 1e-3
 
 
 @pytest.mark.slow

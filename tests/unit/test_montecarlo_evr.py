@@ -30,7 +30,14 @@ CONFIG = EngineConfig(chunk_size=20_000)
 def test_certified_epsilon_is_never_below_the_truth(seed: int) -> None:
     model, sigma, delta = SubsampledGaussianToy(rate=0.3), 0.7, 1e-3
     cert = certify_epsilon(
-        model, sigma, delta, samples=60_000, pilot_samples=20_000, seed=seed, config=CONFIG
+        model,
+        sigma,
+        delta,
+        samples=60_000,
+        pilot_samples=20_000,
+        seed=seed,
+        config=CONFIG,
+        bound="fact42",
     )
     truth = model.exact_epsilon(delta, sigma)
     assert cert.verified
@@ -46,7 +53,14 @@ def test_certified_epsilon_is_never_below_the_truth(seed: int) -> None:
 def test_candidates_come_from_the_pilot_only() -> None:
     model, sigma, delta = GaussianToy(), 1.0, 1e-3
     cert = certify_epsilon(
-        model, sigma, delta, samples=50_000, pilot_samples=10_000, seed=3, config=CONFIG
+        model,
+        sigma,
+        delta,
+        samples=50_000,
+        pilot_samples=10_000,
+        seed=3,
+        config=CONFIG,
+        bound="fact42",
     )
     pilot = sample(model, [sigma], n_samples=10_000, seed=3, config=CONFIG)
     expected = sorted(estimate_epsilon(pilot, k * cert.base_delta).value for k in DEFAULT_LADDER)
@@ -74,6 +88,7 @@ def test_failed_verification_certifies_nothing() -> None:
             seed=seed,
             config=CONFIG,
             ladder=(1.0,),
+            bound="fact42",
         )
         outcomes.append(cert.verified)
         if not cert.verified:
@@ -185,6 +200,6 @@ def test_certificates_hold_over_many_seeds() -> None:
     for seed in range(200):
         cert = certify_epsilon(
             model, sigma, delta, samples=20_000, pilot_samples=5_000, seed=1000 + seed,
-            config=CONFIG,
+            config=CONFIG, bound="fact42",
         )  # fmt: skip
         assert cert.certified >= truth, seed

@@ -257,12 +257,21 @@ def test_dense_uses_the_bound_beyond_the_enumeration_limit() -> None:
 @pytest.mark.filterwarnings("ignore:.*conjecture")
 @pytest.mark.parametrize("strategy", [BLT, BandedInverse((1.0, -0.5)), Dense.example()])
 def test_non_banded_strategies_are_refused_by_banded_analyses(strategy: object) -> None:
+    """No scheme treats a non-banded C as banded: either it refuses, or (b-min-sep, App. B.1)
+    it answers with a loss model whose log-ratio is declared a bound."""
+    bound_models = []
     for name in schemes.names():
         scheme = schemes.get(name).example()
-        with pytest.raises((NotAccountableError, ConfigurationError)):
-            scheme.loss_model(strategy)  # type: ignore[arg-type]
+        try:
+            model = scheme.loss_model(strategy)  # type: ignore[arg-type]
+        except (NotAccountableError, ConfigurationError):
+            pass
+        else:
+            assert model.bounds_ratio, f"{name} gave an exact-ratio model for a non-banded C"
+            bound_models.append(name)
         with pytest.raises(NotAccountableError):
             scheme.dp_event(strategy, 1.0)  # type: ignore[arg-type]
+    assert "b_min_sep" in bound_models
 
 
 # --- optimisation ------------------------------------------------------------------------------

@@ -1,0 +1,114 @@
+"""Monte Carlo sample counts chosen from the question, stated, and bounded by ``--max-seconds``.
+
+Without ``--samples``, ``epsilon`` and ``calibrate`` verify on the fewest samples that reach
+``--precision`` (default 5 %) at the question's delta
+(:func:`~minsep.framework.montecarlo.precision.samples_for_precision`, docs/math.md §7.3),
+instead of a fixed million. With ``--max-seconds`` the run is first timed (the plan's probe):
+when the estimate exceeds the limit, the samples are cut to fit and the precision this leaves
+is stated, down to :data:`~minsep.framework.montecarlo.precision.LOOSEST_PRECISION`; a run
+that does not fit even then is refused, naming the time it needs. An explicit
+``--samples`` is used as given (and refused over ``--max-seconds`` as before).
+
+The choice applies to whichever accountant takes a ``samples`` option (decided by its fields,
+not its type); ``delta`` and ``curve`` have no target delta, so they keep the accountant's
+default and say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import attrs
+
+from minsep.framework import setup
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.montecarlo.evr import DEFAULT_LADDER
+from minsep.framework.montecarlo.precision import (
+    DEFAULT_PRECISION,
+    LOOSEST_PRECISION,
+    precision_of_samples,
+    samples_for_precision,
+)
+
+__all__ = ["choose_samples"]
+
+#: Claims verified per question (the union bound of docs/math.md §7): the epsilon ladder, or
+#: one for Algorithm 5.
+_CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
+
+
+def choose_samples(
+    args: argparse.Namespace,
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+    question: str,
+    numbers: dict[str, float],
+    default_precision: float = DEFAULT_PRECISION,
+) -> tuple[Accountant, str | None]:
+    """``accountant`` with its samples chosen for the question (``default_precision`` when
+    ``--precision`` is not given), and the line that states them (None for an accountant
+    without samples)."""
+    precision = getattr(args, "precision", None)
+    takes_samples = "samples" in setup.accountant_fields(type(accountant))
+    if precision is not None and getattr(args, "samples", None) is not None:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid with --samples: give one of them",
+            parameter="precision",
+        )
+    if precision is not None and question not in _CANDIDATES:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid for minsep {question}: it sets the samples "
+            "from a target delta (epsilon, calibrate); use --samples",
+            parameter="precision",
+        )
+    if not takes_samples:
+        return accountant, None
+    samples = int(getattr(accountant, "samples"))  # noqa: B009 - a field found by name
+    if getattr(args, "samples", None) is not None:
+        return accountant, f"samples: {samples:,} per direction (--samples)"
+    if question not in _CANDIDATES:
+        return accountant, (
+            f"samples: {samples:,} per direction (the default; --samples to change: a "
+            f"{question} question has no target delta to choose them from)"
+        )
+    delta, candidates = float(numbers["delta"]), _CANDIDATES[question]
+    target = default_precision if precision is None else float(precision)
+    samples = samples_for_precision(delta, target, candidates=candidates)
+    accountant = _with_samples(accountant, samples)
+    text = (
+        f"samples: {samples:,} per direction, chosen for delta = {delta:g} at {target:.3g} "
+        "precision (certified answer within about that fraction of the estimate; "
+        "--precision, --samples)"
+    )
+    limit = getattr(args, "max_seconds", None)
+    if limit is None:
+        return accountant, text
+    plan = getattr(accountant, "plan", None)
+    if plan is None:
+        return accountant, text
+    estimate = plan(scheme, strategy, question, numbers.get("sigma", 1.0)).estimated_seconds
+    if estimate is None or estimate <= limit:
+        return accountant, text
+    fitted = int(samples * limit / estimate)
+    fewest = samples_for_precision(delta, LOOSEST_PRECISION, candidates=candidates)
+    if fitted < fewest:
+        need = estimate * fewest / samples
+        raise ConfigurationError(
+            f"--max-seconds = {limit:g} is too small: even at precision {LOOSEST_PRECISION:g} "
+            f"({fewest:,} samples per direction) the run is estimated at {need:.3g} s; must be "
+            f">= {need:.3g} (or use more workers, or an exact or deterministic accountant)",
+            parameter="max_seconds",
+        )
+    reached = precision_of_samples(fitted, delta, candidates=candidates)
+    return _with_samples(accountant, fitted), (
+        f"samples: {fitted:,} per direction to fit --max-seconds {limit:g} (estimated "
+        f"{estimate:.3g} s for {samples:,}): precision {reached:.3g} instead of {target:.3g}"
+    )
+
+
+def _with_samples(accountant: Accountant, samples: int) -> Accountant:
+    changes: dict[str, Any] = {"samples": samples}
+    return attrs.evolve(accountant, **changes)  # type: ignore[misc]

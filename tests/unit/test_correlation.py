@@ -1,0 +1,143 @@
+"""Host correlation plans (direct, overlap-save, one long FFT) and their choice.
+
+Every plan computes the sliding dot ``<c_i, z>`` of docs/math.md §2; the FFT ones agree with
+the direct sum to 1e-12 relative to the size of the terms.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minsep.framework.errors import ConfigurationError
+from minsep.schemes.kernels import blocks, correlation, fused
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+
+pytestmark = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba (the fast extra)")
+
+SHAPES = [(1, 20), (3, 20), (7, 20), (300, 20), (1000, 64), (1025, 64), (7200, 256), (50, 160)]
+
+
+def _normals(rows: int, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.Generator(np.random.SFC64(seed)).standard_normal((rows, n))
+
+
+def _coefficients(k: int) -> np.ndarray:
+    return np.random.Generator(np.random.SFC64(k)).uniform(0.05, 1.0, k)
+
+
+@pytest.mark.parametrize(("n", "k"), SHAPES)
+def test_every_candidate_is_the_sliding_dot(n: int, k: int) -> None:
+    kk = min(k, n)  # effective coefficients
+    c = _coefficients(k)[:kk]
+    z = _normals(5, n)
+    want = blocks.sliding_dot(z, tuple(c.tolist()), np, "direct")
+    scale = np.sum(np.abs(c)) * np.max(np.abs(z))
+    plans = correlation.candidates(n, kk, rows=8)
+    assert {p.method for p in plans} >= {"fft"}
+    for plan in [*plans, correlation.fixed_plan(n, kk, 8)]:
+        out = np.full_like(z, np.nan)
+        plan.run(z, c, out)
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-12 * scale, err_msg=str(plan))
+
+
+def test_overlap_save_covers_several_blocks_and_a_ragged_end() -> None:
+    n, k = 1000, 40
+    c = _coefficients(k)
+    plan = correlation.Plan("overlap", n, k, correlation._fast_length(2 * k), rows=4)
+    assert plan.blocks > 10 and n % plan.block_outputs  # the last block is cut at n
+    z = _normals(3, n, seed=2)  # fewer rows than the scratch holds
+    out = np.empty_like(z)
+    plan.run(z, c, out)
+    want = blocks.sliding_dot(z, tuple(c.tolist()), np, "direct")
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-12 * np.sum(c) * np.max(np.abs(z)))
+
+
+@pytest.mark.parametrize("setting", ["direct", "overlap", "fft", "fixed"])
+def test_the_environment_forces_a_method(setting: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINSEP_CORRELATION", setting)
+    plan = correlation.plan(7200, 256, 18)
+    expected = {"direct": "direct", "overlap": "overlap", "fft": "fft", "fixed": "overlap"}
+    assert plan.method == expected[setting]
+    assert correlation.plan(7200, 8, 18).method == "direct"  # few bands: always direct
+
+
+def test_an_invalid_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINSEP_CORRELATION", "fastest")
+    with pytest.raises(ConfigurationError, match=r"MINSEP_CORRELATION = 'fastest'.*measure"):
+        correlation.plan(100, 40, 4)
+
+
+def test_the_measured_plan_is_a_candidate_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MINSEP_CORRELATION", raising=False)
+    first = correlation.plan(600, 48, 8)
+    assert first in correlation.candidates(600, 48, 8)
+    assert correlation.plan(600, 48, 8) is first  # measured once per process
+
+
+@pytest.mark.parametrize("setting", ["direct", "overlap", "fft"])
+def test_host_noise_agrees_with_the_sliding_dot_under_every_method(
+    setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MINSEP_CORRELATION", setting)
+    n, bands = 700, tuple(float(v) for v in np.linspace(1.0, 0.2, 30))
+    rows = fused._block_rows(n, fft=True) * 2 + 5  # several blocks and a short last one
+    rng = np.random.Generator(np.random.SFC64(4))
+    want = blocks.sliding_dot(rng.standard_normal((rows, n)), bands, np, "direct")
+
+    class Source:
+        generator = np.random.Generator(np.random.SFC64(4))
+
+    got = fused.host_noise(rows, n, bands, Source())  # type: ignore[arg-type]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * sum(bands) * np.max(np.abs(want)))
+
+
+def test_processes_share_the_measured_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first measurement is written to the machine's cache file; a later process (here: the
+    per-process cache cleared) reads it back instead of measuring again, so pool workers
+    correlate as the parent did."""
+    monkeypatch.delenv("MINSEP_CORRELATION", raising=False)
+    monkeypatch.setenv("MINSEP_CACHE_DIR", str(tmp_path))
+    path = correlation.cache_file()
+    assert path is not None and path.parent == tmp_path
+    correlation.measured_plan.cache_clear()
+    try:
+        first = correlation.plan(500, 33, 4)
+        table = json.loads(path.read_text())
+        assert table == {"500,33,4": [first.method, first.length]}
+        # another process finds a different (valid) choice recorded: it takes that one
+        other = next(p for p in correlation.candidates(500, 33, 4) if p != first)
+        path.write_text(json.dumps({"500,33,4": [other.method, other.length]}))
+        correlation.measured_plan.cache_clear()
+        assert correlation.plan(500, 33, 4) == other
+        # a corrupt or foreign entry is measured again and overwritten
+        path.write_text(json.dumps({"500,33,4": ["fft", 7]}))
+        correlation.measured_plan.cache_clear()
+        again = correlation.plan(500, 33, 4)
+        assert again in correlation.candidates(500, 33, 4)
+        assert json.loads(path.read_text())["500,33,4"] == [again.method, again.length]
+        path.write_text("{not json")
+        correlation.measured_plan.cache_clear()
+        assert correlation.plan(500, 33, 4) in correlation.candidates(500, 33, 4)
+    finally:
+        correlation.measured_plan.cache_clear()
+
+
+def test_an_unusable_cache_directory_measures_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.delenv("MINSEP_CORRELATION", raising=False)
+    monkeypatch.setenv("MINSEP_CACHE_DIR", str(blocker / "sub"))  # cannot be created
+    assert correlation.cache_file() is None
+    correlation.measured_plan.cache_clear()
+    try:
+        assert correlation.plan(400, 20, 4) in correlation.candidates(400, 20, 4)
+    finally:
+        correlation.measured_plan.cache_clear()

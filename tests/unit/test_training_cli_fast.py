@@ -1,0 +1,35 @@
+"""``minsep train`` answers at once and reuses a seeded calibration (first answer, cache)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from minsep.framework.cli.main import main
+
+ARGS = ["train", "--scheme", "b_min_sep", "--min-sep", "2", "--bands", "2", "--data",
+        "synthetic", "--steps", "12", "--rate", "0.2", "--epsilon", "4", "--delta", "0.05",
+        "--samples", "4000", "--no-progress"]  # fmt: skip
+
+
+def _train(path: Path, *extra: str) -> dict[str, object]:
+    assert main([*ARGS, *extra, "--output", str(path)]) == 0
+    return json.loads(path.read_text(encoding="utf-8"))["run"]["calibration"]  # type: ignore[no-any-return]
+
+
+def test_train_says_a_first_sigma_then_reuses_a_seeded_calibration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = _train(tmp_path / "a.json", "--seed", "1")
+    out = capsys.readouterr().out
+    assert "first answer (deterministic upper bound" in out and "sigma = " in out
+    assert out.index("first answer") < out.index("calibrating sigma")
+    assert "cached answer" not in out
+    again = _train(tmp_path / "b.json", "--seed", "1")
+    assert "cached answer from " in capsys.readouterr().out
+    assert again == first
+    fresh = _train(tmp_path / "c.json", "--seed", "1", "--no-cache")
+    assert "cached answer" not in capsys.readouterr().out
+    assert fresh["sigma"] == first["sigma"]  # same seed, same draws
