@@ -18,6 +18,7 @@ import numpy as np
 from minsep.framework.backend import Backend, RandomSource
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.buffers import reusable
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
 from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
@@ -50,7 +51,7 @@ def host_pattern(
         n_samples, n_steps, probability, min_sep, warm_start, dataset_size - 1, rng, backend
     )
     m = int(steps.shape[1])
-    weights = np.empty((n_samples, m))
+    weights = reusable((n_samples, m), role="truncated-weights")
     for row0, block in uniform_blocks(n_samples, m, rng):
         cpu_kernels.pattern_weights(block, steps, counts, max_batch_size, remove, weights, row0)
     return steps, weights, counts
@@ -72,10 +73,10 @@ def host_counts(
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
     ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
-    counts = np.empty((n_samples, n_steps), dtype=count_dtype(others))
+    counts = reusable((n_samples, n_steps), count_dtype(others), role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
     depth = max(1, min(TILE_ELEMENTS // max(n_samples, 1), n_steps))
-    tile = np.empty((depth, n_samples))
+    tile = reusable((depth, n_samples), role="truncated-count-uniforms")
     next_barred = np.empty_like(barred)
     bit_generator = generator.bit_generator
     for t0 in range(0, n_steps, depth):
