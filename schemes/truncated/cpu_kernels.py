@@ -116,7 +116,7 @@ def _lookup(
     from the bucket's start (or from the guide)."""
     entry = direct[k, int(value * direct.shape[1])]
     if entry < SPLIT:
-        return bases[k] + entry
+        return int(bases[k] + entry)
     first = offsets[k]
     end = offsets[k + 1]
     if entry != SCAN:
@@ -125,7 +125,7 @@ def _lookup(
         index = first + guides[k, int(value * (guides.shape[1] - 1))]
     while index < end and thresholds[index] <= value:
         index += 1
-    return index - first
+    return int(index - first)
 
 
 @njit
