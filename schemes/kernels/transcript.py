@@ -153,7 +153,8 @@ class TruncatedTranscript:
         signal: ``<c_i, C x>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample when
             stored; else rebuilt from ``steps`` and ``step_weights`` on each access.
         counts: r_i, the other examples sampled at step i before truncation, int64
-            ``(n_samples, n)`` -- ``8 n`` bytes per sample.
+            ``(n_samples, n)`` -- ``8 n`` bytes per sample (int16 or int32 on the fused host
+            path, as narrow as |D| allows).
         steps: the sensitive example's sampled steps, int32 ``(n_samples, ceil(n / b))``
             ascending then padded with n, or None (dense signal).
         step_weights: x at ``steps`` (1, 2 or 0 under REMOVE; -1 or 0 under ADD), float64 like

@@ -28,6 +28,13 @@ from minsep.schemes.kernels.sampling import stationary_law
 BAND_SDS = 12.0
 #: Buckets of the guide tables (a power of 2, so that ``floor(u * GUIDE)`` is exact).
 GUIDE = 256
+#: Buckets of the direct tables (a power of 2; one byte each).
+DIRECT = 1024
+#: Direct entries below SPLIT are exact counts (less the base); from SPLIT to SCAN - 1 they
+#: are the count at the bucket's start (less the base, plus SPLIT), from which a scan of the
+#: thresholds begins; SCAN sends the lookup through the guide.
+SPLIT = 128
+SCAN = 255
 #: Most thresholds and guide entries tabulated per ``(|D| - 1, p, b)`` (about 64 MiB): a band
 #: that would need more is narrowed around its centre (more draws fall back on numpy).
 MAX_ENTRIES = 1 << 23
@@ -40,13 +47,22 @@ class CountTables:
     ``F_N(m)`` rounds to 1 (or m = N - 1), so that ``#{m : F_N(m) <= u}`` for u in [0, 1) is
     the inverse CDF. ``guides[N - low, g]`` is that count at ``u = g / GUIDE``, where a
     lookup for ``u`` in ``[g / GUIDE, (g + 1) / GUIDE)`` starts its scan (same result as a
-    binary search, in about two comparisons)."""
+    binary search, in about two comparisons).
+
+    ``direct[N - low, d]`` answers most lookups with one byte: when no threshold lies in
+    ``(d / DIRECT, (d + 1) / DIRECT)``, the count is the same for every u of that bucket and
+    equals ``bases[N - low] + direct[N - low, d]`` (entries below :data:`SPLIT`); otherwise
+    the entry holds ``SPLIT`` plus the count at the bucket's start, less the base, where the
+    scan of the thresholds begins; offsets too large to encode give :data:`SCAN` (through the
+    guide). Same counts as the inverse CDF, with about one cached byte read per draw."""
 
     low: int
     high: int
     offsets: np.ndarray = attrs.field(repr=False)
     thresholds: np.ndarray = attrs.field(repr=False)
     guides: np.ndarray = attrs.field(repr=False)
+    direct: np.ndarray = attrs.field(repr=False)
+    bases: np.ndarray = attrs.field(repr=False)
 
 
 def _tail_length(trials: int, p: float) -> int:
@@ -66,7 +82,7 @@ def count_tables(others: int, p: float, b: int) -> CountTables:
     sd = math.sqrt(others * barred * (1.0 - barred))
     spread = BAND_SDS * sd + 32.0
     centre = min(others, max(0, round(others - mean)))
-    per_table = _tail_length(centre, p) + GUIDE + 1
+    per_table = _tail_length(centre, p) + GUIDE + 1 + DIRECT // 8
     spread = min(spread, (MAX_ENTRIES // per_table - 1) / 2)
     low = max(0, math.floor(centre - spread))
     high = min(others, math.ceil(centre + spread)) if spread >= 0 else low - 1
@@ -74,6 +90,8 @@ def count_tables(others: int, p: float, b: int) -> CountTables:
     offsets = np.zeros(high - low + 2, dtype=np.int64)
     guides = np.empty((high - low + 1, GUIDE + 1), dtype=np.int32)
     grid = np.arange(GUIDE + 1) / GUIDE
+    direct = np.empty((high - low + 1, DIRECT), dtype=np.uint8)
+    bases = np.zeros(high - low + 1, dtype=np.int64)
     from scipy import stats  # ~0.2 s; only when a table is built
 
     for trials in range(low, high + 1):
@@ -85,10 +103,36 @@ def count_tables(others: int, p: float, b: int) -> CountTables:
         pieces.append(values)
         offsets[trials - low + 1] = offsets[trials - low] + length
         guides[trials - low] = np.searchsorted(values, grid, side="right")
+        bases[trials - low] = _direct_table(values, direct[trials - low])
     thresholds = np.concatenate(pieces) if pieces else np.empty(0)
-    for array in (offsets, thresholds, guides):
+    for array in (offsets, thresholds, guides, direct, bases):
         array.setflags(write=False)
-    return CountTables(low=low, high=high, offsets=offsets, thresholds=thresholds, guides=guides)
+    return CountTables(
+        low=low,
+        high=high,
+        offsets=offsets,
+        thresholds=thresholds,
+        guides=guides,
+        direct=direct,
+        bases=bases,
+    )
+
+
+def _direct_table(values: np.ndarray, out: np.ndarray) -> int:
+    """Fill ``out`` (length :data:`DIRECT`) with the direct entries of one table of thresholds;
+    returns its base. Bucket d holds u in ``[d / DIRECT, (d + 1) / DIRECT)``, over which the
+    count ``#{m : F(m) <= u}`` runs from ``#{F <= d / DIRECT}`` to ``#{F < (d + 1) /
+    DIRECT}``: constant exactly when these agree."""
+    edges = np.arange(DIRECT + 1) / DIRECT
+    first = np.searchsorted(values, edges[:-1], side="right")
+    last = np.searchsorted(values, edges[1:], side="left")
+    constant = first == last
+    base = int(first[constant][0]) if constant.any() else 0
+    offset = first - base
+    entries = np.where(constant, offset, SPLIT + offset)
+    fits = (offset >= 0) & np.where(constant, offset < SPLIT, offset < SCAN - SPLIT)
+    out[:] = np.where(fits, entries, SCAN)
+    return base
 
 
 def _initial_ring(

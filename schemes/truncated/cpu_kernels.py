@@ -2,12 +2,12 @@
 
 Draws, from the same streams as the array code:
 
-* :func:`sampled_steps`: the sensitive example's b-min-sep chain from one uniform per step
-  (``chain_participation``), kept as its sampled steps;
 * :func:`table_counts_steps`: the public counts r, step by step over all samples, by the
   inverse-CDF tables of :mod:`.counts` through numba's ``Generator`` (the order of the array
   code's per-step calls);
-* :func:`pattern_weights`: x (or x') at the sampled steps from the survival coins.
+* :func:`pattern_weights`: x (or x') at the sampled steps (of
+  :func:`~minsep.schemes.kernels.sampling.chain_steps`) from the survival coins, one per
+  participation slot.
 
 and :func:`truncated_rows`, ``ln P/Q`` per sample. With ``x_i = <c_i, y> / sigma^2``,
 ``h_i = ||c_i||^2 / (2 sigma^2)`` and ``t_i = B_max / (r_i + 1)``, the per-step weights of the
@@ -41,29 +41,11 @@ from minsep.schemes.b_min_sep.cpu_kernels import (
 from minsep.schemes.kernels.cpu_kernels import logaddexp
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
+from minsep.schemes.truncated.counts import SCAN, SPLIT
 
-
-@njit
-def sampled_steps(
-    u: np.ndarray, start: np.ndarray, p: float, b: int, steps: np.ndarray, row0: int
-) -> None:
-    """Rows ``row0 ..``: the steps where the chain (state ``start[s]`` first) joins, ascending
-    then n; joins at an available step when ``u < p``, then is barred b - 1 steps."""
-    rows, n = u.shape
-    m = steps.shape[1]
-    for r in range(rows):
-        s = row0 + r
-        state = start[s]
-        t = 0
-        for i in range(n):
-            if state == 0 and u[r, i] < p:
-                steps[s, t] = i
-                t += 1
-                state = b - 1
-            else:
-                state = max(state - 1, 0)
-        for j in range(t, m):
-            steps[s, j] = n
+#: Samples a tile of counts runs together over its steps (their rows of counts, uniforms and
+#: window sums stay in cache).
+SAMPLE_BLOCK = 64
 
 
 @njit
@@ -75,53 +57,146 @@ def table_counts_steps(
     offsets: np.ndarray,
     thresholds: np.ndarray,
     guides: np.ndarray,
+    direct: np.ndarray,
+    bases: np.ndarray,
     ring: np.ndarray,
     barred: np.ndarray,
     u: np.ndarray,
     counts: np.ndarray,
+    t0: int,
+    t1: int,
 ) -> None:
-    """The counts of :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the
-    same order: per step, one uniform per sample, the table lookups (from the guide tables),
-    then numpy's binomial for
-    the samples whose N lies outside the tables (``low .. low + len(offsets) - 2``). ``ring``
-    ``(S, b - 1)`` holds the last counts and ``barred`` their sums (updated in place);
-    ``counts`` is step-major, ``(n, S)`` (contiguous writes)."""
-    n, rows = counts.shape
-    ring_size = ring.shape[1]
+    """Steps ``t0 .. t1 - 1`` of the counts of
+    :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the same order: per
+    step, one uniform per sample, the table lookups (from the guide tables), then numpy's
+    binomial for the samples whose N lies outside the tables (``low .. low + len(offsets) -
+    2``). ``ring`` ``(b - 1, S)`` holds the last counts slot-major and ``barred`` their sums
+    (updated in place); ``counts`` is ``(S, n)``."""
+    rows = counts.shape[0]
+    ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
-    buckets = guides.shape[1] - 1
-    for t in range(n):
+    for t in range(t0, t1):
         for s in range(rows):
             u[s] = generator.random()
         slot = t % ring_size if ring_size else 0
         fallback = False
-        step = counts[t]
         for s in range(rows):
             avail = others - barred[s]
-            if low <= avail <= high:  # scan from the guide: the first threshold above u
-                k = avail - low
-                first = offsets[k]
-                end = offsets[k + 1]
-                value = u[s]
-                index = first + guides[k, int(value * buckets)]
-                while index < end and thresholds[index] <= value:
-                    index += 1
-                sampled = index - first
-                step[s] = sampled
+            if low <= avail <= high:
+                sampled = _lookup(offsets, thresholds, guides, direct, bases, avail - low, u[s])
+                counts[s, t] = sampled
                 if ring_size:
-                    barred[s] += sampled - ring[s, slot]
-                    ring[s, slot] = sampled
+                    barred[s] += sampled - ring[slot, s]
+                    ring[slot, s] = sampled
             else:
-                step[s] = -1
+                counts[s, t] = -1
                 fallback = True
         if fallback:  # after every lookup of the step, in sample order
             for s in range(rows):
-                if step[s] < 0:
+                if counts[s, t] < 0:
                     sampled = generator.binomial(others - barred[s], p)
-                    step[s] = sampled
+                    counts[s, t] = sampled
                     if ring_size:
-                        barred[s] += sampled - ring[s, slot]
-                        ring[s, slot] = sampled
+                        barred[s] += sampled - ring[slot, s]
+                        ring[slot, s] = sampled
+
+
+@njit
+def _lookup(
+    offsets: np.ndarray,
+    thresholds: np.ndarray,
+    guides: np.ndarray,
+    direct: np.ndarray,
+    bases: np.ndarray,
+    k: int,
+    value: float,
+) -> int:
+    """``#{m : F_N(m) <= value}`` for the table k (N = low + k): one byte of the direct table
+    where the count is constant over the bucket of ``value``, else a scan of the thresholds
+    from the bucket's start (or from the guide)."""
+    entry = direct[k, int(value * direct.shape[1])]
+    if entry < SPLIT:
+        return int(bases[k] + entry)
+    first = offsets[k]
+    end = offsets[k + 1]
+    if entry != SCAN:
+        index = first + bases[k] + (entry - SPLIT)
+    else:
+        index = first + guides[k, int(value * (guides.shape[1] - 1))]
+    while index < end and thresholds[index] <= value:
+        index += 1
+    return int(index - first)
+
+
+@njit
+def table_counts_tile(
+    u: np.ndarray,
+    t0: int,
+    others: int,
+    low: int,
+    offsets: np.ndarray,
+    thresholds: np.ndarray,
+    guides: np.ndarray,
+    direct: np.ndarray,
+    bases: np.ndarray,
+    ring: np.ndarray,
+    barred: np.ndarray,
+    next_barred: np.ndarray,
+    counts: np.ndarray,
+) -> bool:
+    """Steps ``t0 .. t0 + T - 1`` of :func:`table_counts_steps` from their uniforms ``u``
+    ``(T, S)`` (drawn beforehand, step-major: the stream of T steps without a fallback),
+    sample block by sample block, writing ``counts`` ``(S, n)`` row-major in cache-sized
+    pieces. Returns False, with ``ring`` and ``barred`` untouched, as soon as some N lies
+    outside the tables (the caller then redraws the tile step by step); True after updating
+    them. The count leaving the window at step t is ``counts[s, t - (b - 1)]`` inside the
+    tile, ``ring[t % (b - 1), s]`` before it; ``next_barred`` ``(S,)`` is scratch."""
+    depth, rows = u.shape
+    ring_size = ring.shape[0]
+    high = low + offsets.shape[0] - 2
+    width = direct.shape[1]
+    buckets = guides.shape[1] - 1
+    for s0 in range(0, rows, SAMPLE_BLOCK):
+        s1 = min(s0 + SAMPLE_BLOCK, rows)
+        for s in range(s0, s1):
+            next_barred[s] = barred[s]
+        for j in range(depth):
+            t = t0 + j
+            slot = t % ring_size if ring_size else 0
+            values = u[j]
+            for s in range(s0, s1):
+                avail = others - next_barred[s]
+                if avail < low or avail > high:
+                    return False
+                # the body of _lookup, inlined (a call pays for its arrays' reference counts)
+                k = avail - low
+                value = values[s]
+                entry = direct[k, int(value * width)]
+                if entry < SPLIT:
+                    sampled = bases[k] + entry
+                else:
+                    first = offsets[k]
+                    end = offsets[k + 1]
+                    if entry != SCAN:
+                        index = first + bases[k] + (entry - SPLIT)
+                    else:
+                        index = first + guides[k, int(value * buckets)]
+                    while index < end and thresholds[index] <= value:
+                        index += 1
+                    sampled = index - first
+                counts[s, t] = sampled
+                if ring_size:
+                    leaving = counts[s, t - ring_size] if j >= ring_size else ring[slot, s]
+                    next_barred[s] += sampled - leaving
+    if ring_size:
+        for j in range(max(0, depth - ring_size), depth):
+            t = t0 + j
+            slot = t % ring_size
+            for s in range(rows):
+                ring[slot, s] = counts[s, t]
+    for s in range(rows):
+        barred[s] = next_barred[s]
+    return True
 
 
 @njit
@@ -134,10 +209,11 @@ def pattern_weights(
     weights: np.ndarray,
     row0: int,
 ) -> None:
-    """x at the sampled steps of rows ``row0 ..``: under REMOVE 1 (no truncation), 2
-    (truncation, survives: coin < t) or 0; under ADD -1 (survives) or 0."""
-    rows, n = coins.shape
-    m = steps.shape[1]
+    """x at the sampled steps of rows ``row0 ..``, the coin of slot j deciding at step
+    ``steps[s, j]``: under REMOVE 1 (no truncation), 2 (truncation, survives: coin < t) or 0;
+    under ADD -1 (survives) or 0."""
+    rows, m = coins.shape
+    n = counts.shape[1]
     cap = float(max_batch)
     for r in range(rows):
         s = row0 + r
@@ -149,7 +225,7 @@ def pattern_weights(
             count = counts[s, j]
             truncating = count >= max_batch
             keep = cap / max(count + 1.0, cap + 1.0)
-            survives = truncating and coins[r, j] < keep
+            survives = truncating and coins[r, jj] < keep
             if remove:
                 weights[s, jj] = 2.0 if survives else (0.0 if truncating else 1.0)
             else:

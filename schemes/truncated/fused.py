@@ -3,10 +3,10 @@ docs/math.md §6): the pattern, the public counts and the survival coins drawn f
 code's streams in the same order, the pattern kept sparsely, and ``ln P/Q`` for a whole chunk
 in one compiled call (:mod:`.cpu_kernels`).
 
-Memory: the transcript holds the noise correlations and the counts (``16 n`` bytes per sample)
-and the sampled steps with x there (``12 ceil(n / b)``); drawing adds one block of uniforms
-(256 KiB) and, while the step-major counts are transposed, their second copy (``8 n`` per
-sample); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
+Memory: the transcript holds the noise correlations and the counts (``10 n`` bytes per sample
+with int16 counts, |D| <= 2^15; ``12 n`` with int32) and the sampled steps with x there
+(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB) and one tile of the counts'
+uniforms (2 MiB); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
@@ -18,10 +18,14 @@ import numpy as np
 from minsep.framework.backend import Backend, RandomSource
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.buffers import reusable
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
-from minsep.schemes.kernels.sampling import host_generator, initial_states
+from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
 from minsep.schemes.truncated.counts import _initial_ring, count_tables
+
+#: Uniforms of counts drawn at once (a tile of steps over every sample; 2 MiB).
+TILE_ELEMENTS = 1 << 18
 
 
 def host_pattern(
@@ -38,21 +42,17 @@ def host_pattern(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(steps, weights, counts)``: the sensitive example's sampled steps (int32 ``(S,
     ceil(n / b))``, ascending then n), x there (x' under ADD; float64, same shape) and the
-    public counts r (int64 ``(S, n)``), from the streams of
+    public counts r (``(S, n)`` of :func:`count_dtype`), from the streams of
     :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.participation`."""
-    m = -(-n_steps // min_sep)
-    if warm_start:
-        start = np.asarray(initial_states(n_samples, probability, min_sep, rng, np), np.int64)
-    else:
-        start = np.zeros(n_samples, dtype=np.int64)
-    steps = np.empty((n_samples, m), dtype=np.int32)
-    for row0, block in uniform_blocks(n_samples, n_steps, rng):
-        cpu_kernels.sampled_steps(block, start, probability, min_sep, steps, row0)
+    steps = np.asarray(
+        chain_steps(n_samples, n_steps, probability, min_sep, warm_start, rng, np, kernels="numba")
+    )
     counts = host_counts(
         n_samples, n_steps, probability, min_sep, warm_start, dataset_size - 1, rng, backend
     )
-    weights = np.empty((n_samples, m))
-    for row0, block in uniform_blocks(n_samples, n_steps, rng):
+    m = int(steps.shape[1])
+    weights = reusable((n_samples, m), role="truncated-weights")
+    for row0, block in uniform_blocks(n_samples, m, rng):
         cpu_kernels.pattern_weights(block, steps, counts, max_batch_size, remove, weights, row0)
     return steps, weights, counts
 
@@ -68,26 +68,74 @@ def host_counts(
     backend: Backend,
 ) -> np.ndarray:
     """The counts of :func:`~minsep.schemes.truncated.counts.table_counts` (same generator,
-    same draws), int64 ``(S, n)``, with the per-step loop compiled."""
+    same draws), ``(S, n)`` of :func:`count_dtype`, compiled."""
     generator = host_generator(rng, backend)
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
-    step_major = np.empty((n_steps, n_samples), dtype=np.int64)
+    ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
+    counts = reusable((n_samples, n_steps), count_dtype(others), role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
-    cpu_kernels.table_counts_steps(
-        generator,
-        others,
-        probability,
-        tables.low,
-        tables.offsets,
-        tables.thresholds,
-        tables.guides,
-        ring,
-        barred,
-        np.empty(n_samples),
-        step_major,
-    )
-    return np.ascontiguousarray(step_major.T)
+    depth = max(1, min(TILE_ELEMENTS // max(n_samples, 1), n_steps))
+    tile = reusable((depth, n_samples), role="truncated-count-uniforms")
+    next_barred = np.empty_like(barred)
+    bit_generator = generator.bit_generator
+    for t0 in range(0, n_steps, depth):
+        t1 = min(t0 + depth, n_steps)
+        state = bit_generator.state
+        block = tile[: t1 - t0]
+        generator.random(out=block)
+        done = cpu_kernels.table_counts_tile(
+            block,
+            t0,
+            others,
+            tables.low,
+            tables.offsets,
+            tables.thresholds,
+            tables.guides,
+            tables.direct,
+            tables.bases,
+            ring,
+            barred,
+            next_barred,
+            counts,
+        )
+        if not done:  # some N outside the tables: redraw the tile with its fallback draws
+            bit_generator.state = state
+            cpu_kernels.table_counts_steps(
+                generator,
+                others,
+                probability,
+                tables.low,
+                tables.offsets,
+                tables.thresholds,
+                tables.guides,
+                tables.direct,
+                tables.bases,
+                ring,
+                barred,
+                tile[0],
+                counts,
+                t0,
+                t1,
+            )
+    return counts
+
+
+def count_dtype(others: int) -> type[np.signedinteger]:
+    """The narrowest of int16, int32 and int64 that holds every count (at most ``others``):
+    a quarter or half of the counts' memory traffic where it can."""
+    for dtype in (np.int16, np.int32):
+        if others <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def _host_counts(counts: Any) -> np.ndarray:
+    """The counts as a C-contiguous host array, int16 and int32 kept as they are, anything
+    else int64."""
+    array = np.asarray(counts)
+    kept = array.dtype in (np.dtype(np.int16), np.dtype(np.int32))
+    return host_array(array, array.dtype if kept else np.int64)
 
 
 def host_truncated(
@@ -122,7 +170,7 @@ def host_truncated(
             values,
             steps_arr,
             weights_arr,
-            host_array(counts, np.int64),
+            _host_counts(counts),
             signal_table(coefficients, n),
             half_norms,
             float(value_scale),

@@ -46,7 +46,7 @@ from minsep.schemes.kernels.recursion import (
     log_or_neg_inf,
     warm_start_average,
 )
-from minsep.schemes.kernels.sampling import chain_participation, host_generator
+from minsep.schemes.kernels.sampling import chain_steps, host_generator, steps_to_pattern
 from minsep.schemes.kernels.transcript import TruncatedTranscript
 from minsep.schemes.truncated import gpu_kernels
 from minsep.schemes.truncated.counts import table_counts
@@ -60,6 +60,22 @@ def survival_probability(counts: Any, max_batch_size: int, xp: Any) -> Any:
     logarithms stay finite; callers select with ``counts >= B_max``).
     """
     return max_batch_size / xp.maximum(xp.astype(counts, xp.float64) + 1.0, max_batch_size + 1.0)
+
+
+def values_at_steps(values: Any, steps: Any, n_steps: int, xp: Any) -> Any:
+    """float64 ``(S, n)``: ``values[s, j]`` at step ``steps[s, j]`` (slot j of sample s; the
+    sentinel n dropped), 0 at the other steps. numpy and cupy scatter; other array-API
+    namespaces select column by column (O(S m n): for small problems and tests)."""
+    n_samples, m = int(steps.shape[0]), int(steps.shape[1])
+    if getattr(xp, "__name__", "") in ("numpy", "cupy"):
+        dense = xp.zeros((n_samples, n_steps + 1), dtype=xp.float64)
+        dense[xp.arange(n_samples)[:, None], steps] = values
+        return dense[:, :n_steps]
+    dense = xp.zeros((n_samples, n_steps), dtype=xp.float64)
+    grid = xp.reshape(xp.arange(n_steps, dtype=steps.dtype), (1, n_steps))
+    for j in range(m):
+        dense = xp.where(steps[:, j : j + 1] == grid, values[:, j : j + 1], dense)
+    return dense
 
 
 def truncated_log_ratio(
@@ -116,10 +132,12 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
 
     Unlike the untruncated models, Q is not N(0, sigma^2 I): under ADD a pattern x' (entries 0
     or -1) is drawn too. Transcript: :class:`TruncatedTranscript`, ``24 n`` bytes per sample in
-    both directions on the portable array path (dense signal); on the fused path ``16 n`` plus
-    the sampled steps and x there (``12 ceil(n / b)``). Cost per sample: 2n uniforms, n host
-    binomial draws for r (one uniform and a table lookup each), n normals, the sliding
-    products (O(n k) or O(n log n)), then two O(n) recursions per sigma.
+    both directions on the portable array path (dense signal); on the fused path ``10 n`` to
+    ``16 n`` (int16 to int64 counts) plus the sampled steps and x there (``12 ceil(n / b)``).
+    Cost per sample: the chain by geometric gaps (one uniform per participation, plus one),
+    n host binomial draws for r (one uniform and a table lookup each), ``ceil(n / b)``
+    survival coins (one per participation slot), n normals, the sliding products (O(n k) or
+    O(n log n)), then two O(n) recursions per sigma.
 
     The counts r are drawn on the host (inverse-CDF tables of the binomials, :mod:`.counts`,
     and a numpy multinomial for the warm start) by a generator seeded from the RandomSource's
@@ -162,9 +180,14 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     def participation(
         self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
     ) -> tuple[Any, Any]:
-        """``(x, r)``: the pattern (x under REMOVE, x' under ADD; float64) and the counts."""
+        """``(x, r)``: the pattern (x under REMOVE, x' under ADD; float64) and the counts.
+
+        Stream: the sensitive example's steps
+        (:func:`~minsep.schemes.kernels.sampling.chain_steps`), the counts (:meth:`counts`),
+        then ``S x ceil(n / b)`` survival coins, coin j deciding at the j-th participation
+        (a coin per participation slot: the coins of distinct steps are independent)."""
         xp = backend.xp
-        sampled = chain_participation(
+        steps = chain_steps(
             n_samples,
             self.n_steps,
             self.probability,
@@ -172,10 +195,14 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             self.warm_start,
             rng,
             xp,
+            kernels=backend.kernels,
         )
+        sampled = steps_to_pattern(steps, self.n_steps, xp)
         counts = self.counts(n_samples, rng, backend)
         truncating = counts >= self.max_batch_size
-        coins = rng.random((n_samples, self.n_steps))
+        coins = values_at_steps(
+            rng.random((n_samples, int(steps.shape[1]))), steps, self.n_steps, xp
+        )
         survives = (
             sampled & truncating & (coins < survival_probability(counts, self.max_batch_size, xp))
         )
@@ -188,8 +215,8 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
         """Peak bytes per sample of a chunk (memory planning). Portable path: 12 rows of n (the
         transcript's 3, the coins and pattern of the draw, and the two recursions' blocks
-        during the evaluation; measured peak 90 n bytes). Fused path: the transcript (``16 n``
-        plus ``12 ceil(n / b)``) and one row of n."""
+        during the evaluation; measured peak 90 n bytes). Fused path: the transcript (at most
+        ``16 n`` plus ``12 ceil(n / b)``) and one row of n."""
         n = self.n_steps
         if self.kernel_set(backend) in _FUSED:
             return 24 * n + 12 * -(-n // self.min_sep)

@@ -28,7 +28,7 @@ from minsep.schemes.multi_attribution import cpu_kernels as multi_kernels
 from minsep.schemes.multi_attribution.fused import _terms
 from minsep.schemes.multi_attribution.loss import binomial_log_weights
 from minsep.schemes.truncated import cpu_kernels as truncated_kernels
-from minsep.schemes.truncated.counts import count_tables, table_counts
+from minsep.schemes.truncated.counts import SCAN, SPLIT, count_tables, table_counts
 from minsep.schemes.truncated.fused import host_counts
 from tests.theorems import oracles
 from tests.theorems.support import TOL, random_outputs
@@ -191,7 +191,7 @@ def test_truncated_draws_exercise_truncation_and_the_fallback() -> None:
     model = _truncated(TRUNCATED[5])
     tables = count_tables(model.dataset_size - 1, model.probability, model.min_sep)
     assert tables.high < model.dataset_size - 1  # step 0 of a cold start is outside the band
-    fast = model.draw(50, Direction.REMOVE, _rng(3), numpy_backend())
+    fast = model.draw(400, Direction.REMOVE, _rng(3), numpy_backend())
     assert np.any(fast.counts >= model.max_batch_size)
     assert set(np.unique(fast.step_weights)) <= {0.0, 1.0, 2.0}
     assert np.any(fast.step_weights == 2.0)
@@ -244,6 +244,13 @@ def test_count_tables_are_the_binomial_inverse_cdf(others: int, p: float, b: int
         np.testing.assert_array_equal(np.searchsorted(table, u, side="right"), exact)
         starts = tables.guides[k, (u * (tables.guides.shape[1] - 1)).astype(int)]
         assert np.all(starts <= exact)  # the guide never starts past the answer
+        entries = tables.direct[k, (u * tables.direct.shape[1]).astype(int)].astype(np.int64)
+        answered = entries < SPLIT
+        assert answered.mean() > 0.5  # most draws are answered by the direct table
+        np.testing.assert_array_equal((tables.bases[k] + entries)[answered], exact[answered])
+        starts = tables.bases[k] + entries - SPLIT
+        scanned = (entries >= SPLIT) & (entries != SCAN)
+        assert np.all(starts[scanned] <= exact[scanned])  # a scan never starts past the answer
 
 
 @pytest.mark.parametrize("warm", [False, True])
@@ -283,7 +290,7 @@ def test_counts_agree_when_the_tables_are_capped(
     count_tables.cache_clear()
     try:
         tables = count_tables(700, 0.15, 5)
-        assert tables.high - tables.low + 1 == (0 if entries == 0 else 5)
+        assert tables.high - tables.low + 1 == (0 if entries == 0 else 3)
         for warm in (False, True):
             got = host_counts(60, 40, 0.15, 5, warm, 700, _rng(2), numpy_backend())
             want = table_counts(60, 40, 700, 0.15, 5, warm, _host_generator(_rng(2)))
@@ -312,3 +319,26 @@ def test_memory_of_a_fused_chunk_is_what_the_model_declares(case: tuple[Any, ...
     declared = samples * model.bytes_per_sample(Direction.REMOVE, backend)
     blocks = 2 * 8 * kernel_fused.BLOCK_ELEMENTS  # uniforms and normals
     assert peak < declared + blocks + 8 * 30 * model.n_steps + (1 << 16)
+
+
+@pytest.mark.parametrize(("others", "p", "b"), [(1999, 0.2, 4), (700, 0.15, 5), (60, 0.9, 2)])
+def test_compiled_lookup_is_exact_at_the_edges(others: int, p: float, b: int) -> None:
+    """At the thresholds themselves, just below them and at every bucket edge, the direct
+    table (or its guide fallback) returns ``#{m : F_N(m) <= u}``."""
+    tables = count_tables(others, p, b)
+    assert tables.high >= tables.low
+    for trials in (tables.low, (tables.low + tables.high) // 2, tables.high):
+        k = trials - tables.low
+        table = tables.thresholds[tables.offsets[k] : tables.offsets[k + 1]]
+        edges = np.arange(tables.direct.shape[1]) / tables.direct.shape[1]
+        points = np.concatenate([edges, table, np.nextafter(table, 0.0), np.nextafter(edges, 1)])
+        points = points[(points >= 0.0) & (points < 1.0)]
+        exact = np.searchsorted(table, points, side="right")
+        got = [
+            truncated_kernels._lookup(
+                tables.offsets, tables.thresholds, tables.guides, tables.direct,
+                tables.bases, k, float(u),
+            )
+            for u in points
+        ]  # fmt: skip
+        np.testing.assert_array_equal(got, exact)
