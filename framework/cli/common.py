@@ -169,6 +169,19 @@ def positive_float(text: str) -> float:
     return value
 
 
+def noise_multiplier(text: str) -> float:
+    """argparse type for ``--sigma``: a finite number in [MIN_SIGMA, inf), refused before any
+    bound, plan or rate probe runs (a subnormal sigma would overflow the losses)."""
+    from minsep.framework.montecarlo.sampling import MIN_SIGMA
+
+    value = positive_float(text)
+    if value < MIN_SIGMA:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is invalid: must be a finite number in [{MIN_SIGMA:g}, inf)"
+        )
+    return value
+
+
 def nonnegative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
     try:

@@ -9,6 +9,7 @@ from typing import Any
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.common import (
     add_pld_arguments,
+    noise_multiplier,
     parse_rate,
     positive_float,
     positive_int,
@@ -68,7 +69,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_float,
         help="target epsilon: calibrate sigma per row (default: 2 unless --sigma is given)",
     )
-    target.add_argument("--sigma", type=positive_float, help="a fixed noise multiplier")
+    target.add_argument("--sigma", type=noise_multiplier, help="a fixed noise multiplier")
     grid = parser.add_argument_group("grid")
     grid.add_argument(
         "--bands", type=_int_list, default=(1, 4, 8), help="bands values k, comma-separated"

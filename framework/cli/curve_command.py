@@ -85,7 +85,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
     parser.set_defaults(delta=None)  # the curve fixes epsilons: --delta is refused
     parser.add_argument(
-        "--sigma", type=common.positive_float, required=True, help="noise multiplier"
+        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
     )
     grid = parser.add_mutually_exclusive_group(required=True)
     grid.add_argument(

@@ -27,7 +27,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
     parser.set_defaults(delta=None)  # the target is epsilon here: --delta is refused
     parser.add_argument(
-        "--sigma", type=common.positive_float, required=True, help="noise multiplier"
+        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
     )
     parser.add_argument(
         "--epsilon", type=common.nonnegative_float, required=True, help="target epsilon"

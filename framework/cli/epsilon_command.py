@@ -24,7 +24,7 @@ from minsep.framework.results import EpsilonResult
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
     parser.add_argument(
-        "--sigma", type=common.positive_float, required=True, help="noise multiplier"
+        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
     )
     parser.add_argument(
         "--accountant",

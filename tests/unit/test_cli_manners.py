@@ -137,3 +137,21 @@ def test_dask_shutdown_is_quiet(
     assert entries == {}
     assert not [r for r in caplog.records if r.name.startswith("distributed")]
     assert logging.getLogger("distributed").level == before
+
+
+@pytest.mark.parametrize("command", ["epsilon", "delta", "curve"])
+def test_subnormal_sigma_is_refused_before_any_work(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--sigma below MIN_SIGMA is an argument error: no first answer, plan or rate probe runs
+    (it used to reach the rate probe and divide by zero)."""
+    extra = {
+        "epsilon": ["--delta", "1e-3"],
+        "delta": ["--epsilon", "1"],
+        "curve": ["--epsilon-grid", "0:1:3"],
+    }
+    with pytest.raises(SystemExit) as stop:
+        main([command, *POISSON, "--sigma", "1e-320", *extra[command]])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--sigma" in err and "[1e-100, inf)" in err and "plan:" not in err
