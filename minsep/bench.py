@@ -44,6 +44,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -170,12 +171,19 @@ def _option_sets(cls: type[SamplingScheme], case: Case) -> list[tuple[str, dict[
     return [(name, {k: v for k, v in values.items() if k in _declared(cls)})]
 
 
+def _loss_model(scheme: SamplingScheme, strategy: Any) -> PrivacyLossModel:
+    """``scheme.loss_model(strategy)``, silencing only the warning of conjectured models (not
+    through :mod:`minsep.testing`, which needs pytest: the bench runs on a user's install)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*conjecture", category=UserWarning)
+        return scheme.loss_model(strategy)
+
+
 def bench_models(case: Case) -> list[Entry]:
     """Every registered scheme's loss model at ``case`` (banded Toeplitz strategy with
     :func:`catalan_coefficients`), one per distinct ``draw`` / ``log_ratio`` pair, in registry
     order; schemes without one at this size come back with the reason."""
     from minsep.framework.registries import schemes, strategies
-    from minsep.testing.registered import build_loss_model
 
     banded: Any = strategies.get("banded_toeplitz")
     strategy = banded(coefficients=catalan_coefficients(case.bands))
@@ -186,7 +194,7 @@ def bench_models(case: Case) -> list[Entry]:
         for label, options in _option_sets(cls, case):
             try:
                 scheme = cls.from_rate(case.n_steps, case.rate, **options)
-                model = build_loss_model(scheme, strategy)
+                model = _loss_model(scheme, strategy)
             except (ConfigurationError, NotAccountableError) as exc:
                 entries.append(Entry(label, None, str(exc).splitlines()[0]))
                 continue
