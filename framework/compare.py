@@ -321,8 +321,9 @@ def _can(
     hooks refuse a strategy by raising a MinsepError counts as unable)."""
     if name not in accountants:
         return False
+    accountant = accountant_for(name)  # bad accountant options raise here, never "unable"
     try:
-        return accountant_for(name).supports(scheme, strategy)
+        return accountant.supports(scheme, strategy)
     except MinsepError:
         return False
 

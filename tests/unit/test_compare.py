@@ -352,3 +352,23 @@ def test_a_scheme_without_rows_says_why(capsys: pytest.CaptureFixture[str]) -> N
     assert compare(setup) == []
     err = capsys.readouterr().err
     assert "'multi_attribution' proposes no rows" in err and "--max-user-examples" in err
+
+
+@pytest.mark.parametrize("options", [{"samples": -5}, {"backend": "nope"}, {"seed": -1}])
+def test_bad_accountant_options_are_refused_not_skipped(options: dict[str, object]) -> None:
+    """An accountant that cannot be built from the given options is an error, not an
+    accountant "unable" to account the row (which would silently fall to the next one)."""
+    from minsep.framework.compare import ComparisonSetup, compare
+    from minsep.framework.errors import ConfigurationError
+
+    setup = ComparisonSetup(
+        n_steps=8,
+        rate=0.25,
+        sigma=1.0,
+        bands=(1,),
+        families=("b_min_sep",),
+        min_seps=(2,),
+        accountant_options=options,
+    )
+    with pytest.raises(ConfigurationError, match=next(iter(options))):
+        compare(setup)
