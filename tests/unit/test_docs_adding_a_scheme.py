@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -18,29 +17,21 @@ from minsep.framework.interfaces import Direction
 from minsep.framework.registries import schemes
 from minsep.testing import LossModelContract, assert_loss_model_matches_bruteforce
 from tests.contracts.base import SchemeContract
+from tests.unit.doc_pages import DOCS, executed, python_blocks
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "adding-a-scheme.md"
+DOC = DOCS / "adding-a-scheme.md"
 NAME = "random_reshuffling"
-
-
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
 @pytest.fixture
 def walkthrough() -> Iterator[dict[str, Any]]:
     """The namespace after executing every Python block of the page, in order."""
-    namespace: dict[str, Any] = {"__name__": "docs_adding_a_scheme"}
-    try:
-        for number, block in enumerate(python_blocks(), start=1):
-            exec(compile(block, f"{DOC.name} (python block {number})", "exec"), namespace)
+    with executed(DOC, "docs_adding_a_scheme", lambda: schemes.unregister(NAME)) as namespace:
         yield namespace
-    finally:
-        schemes.unregister(NAME)
 
 
 def test_page_has_the_walkthrough_blocks() -> None:
-    blocks = python_blocks()
+    blocks = python_blocks(DOC)
     assert len(blocks) == 5
     assert "@schemes.register" in blocks[0] and "class TestRandomReshuffling" in blocks[1]
     assert "class ReshufflingLossModel" in blocks[3]

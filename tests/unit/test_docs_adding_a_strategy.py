@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,29 +11,21 @@ import pytest
 from minsep.framework.errors import NotAccountableError
 from minsep.framework.registries import schemes, strategies
 from minsep.strategies import BufferedLinearToeplitz
+from tests.unit.doc_pages import DOCS, executed, python_blocks
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "adding-a-strategy.md"
+DOC = DOCS / "adding-a-strategy.md"
 NAME = "geometric"
-
-
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
 @pytest.fixture
 def walkthrough() -> Iterator[dict[str, Any]]:
     """The namespace after executing every Python block of the page, in order."""
-    namespace: dict[str, Any] = {"__name__": "docs_adding_a_strategy"}
-    try:
-        for number, block in enumerate(python_blocks(), start=1):
-            exec(compile(block, f"{DOC.name} (python block {number})", "exec"), namespace)
+    with executed(DOC, "docs_adding_a_strategy", lambda: strategies.unregister(NAME)) as namespace:
         yield namespace
-    finally:
-        strategies.unregister(NAME)
 
 
 def test_page_has_the_walkthrough_blocks() -> None:
-    blocks = python_blocks()
+    blocks = python_blocks(DOC)
     assert len(blocks) == 3
     assert "@strategies.register" in blocks[0] and "class TestGeometric" in blocks[1]
 
