@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-DEMO_EXTRAS := fast
-TEST_EXTRAS := dev,fast,dist,plot,data
+DEMO_EXTRAS := fast,fftw
+TEST_EXTRAS := dev,fast,fftw,dist,plot,data
 
 .PHONY: demo test test-all lint bench gpu-check clean venv shell
 

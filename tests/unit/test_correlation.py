@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from minsep.framework.errors import ConfigurationError
-from minsep.schemes.kernels import blocks, correlation, fused
+from minsep.schemes.kernels import blocks, correlation, fftw_correlation, fused
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 
 pytestmark = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba (the fast extra)")
@@ -109,18 +109,27 @@ def test_processes_share_the_measured_choice(
     try:
         first = correlation.plan(500, 33, 4)
         table = json.loads(path.read_text())
-        assert table == {"500,33,4": [first.method, first.length]}
+        assert table == {"500,33,4": [first.method, first.length, first.engine]}
         # another process finds a different (valid) choice recorded: it takes that one
         other = next(p for p in correlation.candidates(500, 33, 4) if p != first)
-        path.write_text(json.dumps({"500,33,4": [other.method, other.length]}))
+        path.write_text(json.dumps({"500,33,4": [other.method, other.length, other.engine]}))
         correlation.measured_plan.cache_clear()
         assert correlation.plan(500, 33, 4) == other
         # a corrupt or foreign entry is measured again and overwritten
-        path.write_text(json.dumps({"500,33,4": ["fft", 7]}))
+        path.write_text(json.dumps({"500,33,4": ["fft", 7, "numpy"]}))
         correlation.measured_plan.cache_clear()
         again = correlation.plan(500, 33, 4)
         assert again in correlation.candidates(500, 33, 4)
-        assert json.loads(path.read_text())["500,33,4"] == [again.method, again.length]
+        assert json.loads(path.read_text())["500,33,4"] == [
+            again.method,
+            again.length,
+            again.engine,
+        ]
+        # an entry of the older two-field format is measured again as well
+        path.write_text(json.dumps({"500,33,4": [first.method, first.length]}))
+        correlation.measured_plan.cache_clear()
+        assert correlation.plan(500, 33, 4) in correlation.candidates(500, 33, 4)
+        assert len(json.loads(path.read_text())["500,33,4"]) == 3
         path.write_text("{not json")
         correlation.measured_plan.cache_clear()
         assert correlation.plan(500, 33, 4) in correlation.candidates(500, 33, 4)
@@ -141,3 +150,48 @@ def test_an_unusable_cache_directory_measures_in_process(
         assert correlation.plan(400, 20, 4) in correlation.candidates(400, 20, 4)
     finally:
         correlation.measured_plan.cache_clear()
+
+
+needs_fftw = pytest.mark.skipif(
+    not fftw_correlation.available(), reason="needs pyfftw (the fftw extra)"
+)
+
+
+@needs_fftw
+def test_fftw_plans_are_candidates_of_every_fft_method() -> None:
+    plans = correlation.candidates(7200, 256, rows=8)
+    fftw = {(p.method, p.length) for p in plans if p.engine == "fftw"}
+    assert fftw == {
+        (p.method, p.length) for p in plans if p.method != "direct" and p.engine == "numpy"
+    }
+    assert all(p.engine == "numpy" for p in correlation.candidates(7200, 256, 8, fftw=False))
+
+
+@needs_fftw
+@pytest.mark.parametrize("method", ["overlap", "fft"])
+def test_fftw_gives_each_row_the_same_bits_wherever_it_sits(method: str) -> None:
+    """A plan is made for exactly ``rows`` rows and a short block is padded, so a row's bits do
+    not depend on the block it was drawn in (a pool's results do not depend on the chunking of
+    blocks), and a block with more rows than the plan runs in pieces."""
+    n, k, rows = 1000, 40, 4
+    c = _coefficients(k)
+    plan = correlation.forced_plan(method, n, k, rows)
+    plan = correlation.Plan(method, n, k, plan.length, rows, engine="fftw")
+    z = _normals(11, n, seed=5)
+    together = np.empty_like(z)
+    plan.run(z, c, together)  # three pieces of 4, 4 and 3 rows
+    for row in range(z.shape[0]):
+        alone = np.empty((1, n))
+        plan.run(z[row : row + 1], c, alone)
+        assert np.array_equal(alone[0], together[row])
+    want = blocks.sliding_dot(z, tuple(c.tolist()), np, "direct")
+    np.testing.assert_allclose(together, want, rtol=0, atol=1e-12 * np.sum(c) * np.max(np.abs(z)))
+
+
+def test_the_cache_file_names_pyfftw_when_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MINSEP_CACHE_DIR", str(tmp_path))
+    path = correlation.cache_file()
+    assert path is not None
+    assert ("-pyfftw" in path.name) == (correlation._installed_version("pyfftw") is not None)
