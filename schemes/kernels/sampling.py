@@ -95,6 +95,11 @@ def chain_steps(
     A sample thus takes one uniform per participation plus the one that ends it (about
     ``n p / (1 + (b - 1) p) + 1``), not one per possible participation.
 
+    ``ln(1 - u)`` is computed as ``log(1 - u)``: numpy's uniforms are multiples of 2^-53 in
+    [0, 1), so ``1 - u`` is exact and the one rounding is the logarithm's, as in ``log1p(-u)``;
+    numpy's ``log`` is vectorised and ``log1p`` is not (4.8 against 14 ns per value on an AVX2
+    core, a twelfth of a b-min-sep draw at n = 1024, rate 1/16).
+
     Stream: ``S`` uniforms for s_0 (warm only), then rounds: round r draws one uniform for each
     sample whose chain is still inside the horizon after r - 1 gaps, in sample order, until no
     sample is left. ``kernels``: the backend's kernel set (``"numba"`` runs each round's update
@@ -136,7 +141,7 @@ def _host_chain_steps(
             generator.random(out=logs)  # the numbers of rng.random((alive,))
         else:
             logs = np.asarray(rng.random((alive,)), dtype=np.float64)
-        np.log1p(np.negative(logs, out=logs), out=logs)
+        np.log(np.subtract(1.0, logs, out=logs), out=logs)
         alive = chain_round(logs, active, alive, times, counts, log_stay, b, n_steps, out)
     return out
 
@@ -152,7 +157,7 @@ def _array_chain_steps(
     alive = n_samples
     columns = []
     while alive:
-        logs = xp.log1p(-rng.random((alive,)))
+        logs = xp.log(1.0 - rng.random((alive,)))
         # the i-th active sample (in sample order) takes the i-th uniform of the round
         rank = _cumulative_sum(_astype(active, xp.int64, xp), xp) - 1
         spread = xp.take(logs, xp.clip(rank, 0, alive - 1), axis=0)
