@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from minsep.schemes.kernels.cpu_kernels import logaddexp
+from minsep.schemes.kernels.cpu_kernels import correlate_row, logaddexp
 from minsep.schemes.kernels.jit import njit
 
 #: Rows with some ``|ln(p r_i)|`` above this take the log-domain recursion.
@@ -46,19 +46,20 @@ _LN2_LO = 1.90821492927058770002e-10
 #: 1.5 * 2^52: ``v + _SHIFTER`` rounds v to an integer held in the low mantissa bits.
 _SHIFTER = 6755399441055744.0
 _SHIFTER_BITS = int(np.float64(_SHIFTER).view(np.int64))
-# Taylor coefficients 1/j!, j = 13..2 (|r| <= ln(2)/2: truncation error < 5e-18 relative)
-_C13 = 1.0 / 6227020800.0
-_C12 = 1.0 / 479001600.0
-_C11 = 1.0 / 39916800.0
-_C10 = 1.0 / 3628800.0
-_C9 = 1.0 / 362880.0
-_C8 = 1.0 / 40320.0
-_C7 = 1.0 / 5040.0
-_C6 = 1.0 / 720.0
-_C5 = 1.0 / 120.0
-_C4 = 1.0 / 24.0
-_C3 = 1.0 / 6.0
-_C2 = 0.5
+# e^r ~ sum_j _Cj r^j on |r| <= ln(2)/2: the degree-11 interpolant of e^r at the 12 Chebyshev
+# nodes of that interval, its monomial coefficients computed in 60-digit arithmetic (mpmath) and
+# rounded to float64. Truncation error < 4.3e-18 relative (the degree-13 Taylor polynomial's is
+# 5e-18, for two more multiply-adds); the result is within 2 ulp of e^x (tests/unit/test_kernels.py).
+_C11 = 2.5110037605963777e-08
+_C10 = 2.763263963904103e-07
+_C9 = 2.755724091857897e-06
+_C8 = 2.4801485482328494e-05
+_C7 = 0.00019841269890047113
+_C6 = 0.0013888888952314775
+_C5 = 0.008333333333319601
+_C4 = 0.0416666666664881
+_C3 = 0.1666666666666668
+_C2 = 0.5000000000000019
 
 
 @njit(fastmath={"contract"})
@@ -66,7 +67,7 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
     """``out[:n] = exp(clamp(x[:n], -LIMIT, LIMIT))``, vectorisable; True when some ``x`` was
     outside ``[-LIMIT, LIMIT]`` or NaN (the row then needs the log domain).
 
-    Cody-Waite reduction ``x = m ln 2 + r``, a degree-13 Taylor polynomial for ``e^r`` and the
+    Cody-Waite reduction ``x = m ln 2 + r``, a degree-11 polynomial for ``e^r`` and the
     factor ``2^m`` assembled from its exponent bits. Within 2 ulp of the correctly rounded value.
     ``m`` is rounded by adding :data:`_SHIFTER` (its float64 sum holds ``m`` in the low mantissa
     bits), so that no float-to-integer conversion is needed: AVX2 has no packed one, and with it
@@ -82,9 +83,7 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
         held = v * _LOG2E + _SHIFTER
         m = held - _SHIFTER  # the integer nearest v / ln 2, |m| <= 433 < 2^51
         r = (v - m * _LN2_HI) - m * _LN2_LO
-        poly = _C13
-        poly = poly * r + _C12
-        poly = poly * r + _C11
+        poly = _C11
         poly = poly * r + _C10
         poly = poly * r + _C9
         poly = poly * r + _C8
@@ -235,14 +234,17 @@ def b_min_sep_rows(
     warm: bool,
     out: np.ndarray,
 ) -> int:
-    """:func:`b_min_sep_rows_in` with row buffers of its own."""
+    """:func:`b_min_sep_rows_in` with row buffers of its own (values: correlations or dots)."""
     work = np.empty(scratch_size(values.shape[1], b))
-    return b_min_sep_rows_in(values, steps, table, base, a, inv_s2, log_p, q, p, b, warm, out, work)
+    return b_min_sep_rows_in(
+        values, _NO_COEFFICIENTS, steps, table, base, a, inv_s2, log_p, q, p, b, warm, out, work
+    )
 
 
 @njit
 def b_min_sep_rows_in(
     values: np.ndarray,
+    coefficients: np.ndarray,
     steps: np.ndarray,
     table: np.ndarray,
     base: np.ndarray,
@@ -259,6 +261,10 @@ def b_min_sep_rows_in(
     """``out[s] = ln P/Q`` of b-min-sep for every row s; returns the rows done in logs.
 
     ``values`` ``(S, n)``: noise correlations (``a = 1/sigma``) or dots (``a = 1/sigma^2``);
+    or, with ``coefficients`` c non-empty, the normals z whose correlations ``<c_i, z>`` are
+    taken row by row in place (:func:`~minsep.schemes.kernels.cpu_kernels.correlate_row`, the
+    direct sum's one evaluation order: the same bits as correlating first, without writing the
+    correlations out and reading them back);
     ``steps`` ``(S, m)`` int32 participation steps, ascending, ``>= n`` once done (``m = 0``:
     no signal); ``table`` from :func:`signal_table`; ``base[i] = ln p - ||c_i||^2 / (2
     sigma^2)``; ``work``: at least :func:`scratch_size` float64 values of row buffers (a caller
@@ -280,14 +286,20 @@ def b_min_sep_rows_in(
     wild = np.zeros(GROUP, dtype=np.bool_)
     log_q = math.log(q) if q > 0.0 else -np.inf
     full = inv_s2 * table[k - 1]  # blocks not cut by the horizon
+    correlate = coefficients.shape[0] > 0
     in_logs = 0
     for start in range(0, rows, GROUP):
         for g in range(GROUP):
             s = min(start + g, rows - 1)  # the last group repeats its last row
             row = values[s]
             xg = x[g]
-            for i in range(n):
-                xg[i] = a * row[i] + base[i]
+            if correlate:
+                correlate_row(row, coefficients, xg, n)
+                for i in range(n):
+                    xg[i] = a * xg[i] + base[i]
+            else:
+                for i in range(n):
+                    xg[i] = a * row[i] + base[i]
             for jj in range(m):
                 j = steps[s, jj]
                 if j >= n:
@@ -313,6 +325,10 @@ def b_min_sep_rows_in(
                 in_logs += 1
             out[s] = result
     return in_logs
+
+
+#: ``coefficients`` of :func:`b_min_sep_rows_in` when the values are correlations already.
+_NO_COEFFICIENTS = np.empty(0)
 
 
 def signal_table(coefficients: np.ndarray, n_steps: int) -> np.ndarray:

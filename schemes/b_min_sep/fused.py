@@ -11,13 +11,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from minsep.framework.backend import RandomSource
 from minsep.schemes.b_min_sep import cpu_kernels
-from minsep.schemes.kernels.blocks import tail_norms
+from minsep.schemes.kernels.blocks import effective_coefficients, tail_norms
 from minsep.schemes.kernels.buffers import reusable
-from minsep.schemes.kernels.fused import noise_blocks
+from minsep.schemes.kernels.fused import block_rows, noise_blocks, noise_plan, normal_blocks
 
 
 @functools.lru_cache(maxsize=64)
@@ -50,8 +51,9 @@ def host_b_min_sep(
     for dots ``<c_i, y>``); ``steps`` None means no signal (x = 0)."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty(values.shape[0])
-    _evaluate(values, _steps_array(steps, values.shape[0]), coefficients, sigma, value_scale,
-              probability, min_sep, warm_start, out)  # fmt: skip
+    evaluation = Evaluation.of(coefficients, values.shape[1], sigma, value_scale, probability,
+                               min_sep, warm_start)  # fmt: skip
+    evaluation.run(values, _NO_TAPS, _steps_array(steps, values.shape[0]), out)
     return out
 
 
@@ -68,17 +70,29 @@ def host_losses(
     warm_start: bool,
 ) -> list[np.ndarray]:
     """``sign * ln P/Q`` at every sigma, evaluated block by block right after each block of
-    noise correlations is drawn (:func:`~minsep.schemes.kernels.fused.noise_blocks`): the
-    values of :func:`host_b_min_sep` on :func:`~minsep.schemes.kernels.fused.host_noise`'s
-    transcript, from the same stream, without holding that transcript (a block stays in the
-    cache between its draw and its evaluations)."""
+    normals is drawn: the values of :func:`host_b_min_sep` on
+    :func:`~minsep.schemes.kernels.fused.host_noise`'s transcript, from the same stream, bit for
+    bit, without holding that transcript (a block stays in the cache between its draw and its
+    evaluations). Under the direct correlation the kernel correlates each row in place
+    (``taps`` = c); under an FFT plan the block is correlated first
+    (:func:`~minsep.schemes.kernels.fused.noise_blocks`)."""
     steps_arr = _steps_array(steps, n_samples)
     outs = [np.empty(n_samples) for _ in sigmas]
-    for start, block in noise_blocks(n_samples, n_steps, coefficients, rng):
+    taps = effective_coefficients(coefficients, n_steps)
+    plan = noise_plan(n_steps, int(taps.size))
+    if plan.method == "direct":
+        blocks = normal_blocks(n_samples, n_steps, block_rows(plan), rng)
+    else:
+        blocks = noise_blocks(n_samples, n_steps, coefficients, rng)
+        taps = _NO_TAPS
+    evaluations = [
+        Evaluation.of(coefficients, n_steps, sigma, 1.0 / sigma, probability, min_sep, warm_start)
+        for sigma in sigmas
+    ]
+    for start, block in blocks:
         rows = slice(start, start + block.shape[0])
-        for out, sigma in zip(outs, sigmas, strict=True):
-            _evaluate(block, steps_arr[rows], coefficients, sigma, 1.0 / sigma, probability,
-                      min_sep, warm_start, out[rows])  # fmt: skip
+        for out, evaluation in zip(outs, evaluations, strict=True):
+            evaluation.run(block, taps, steps_arr[rows], out[rows])
     for out in outs:
         np.multiply(out, sign, out=out)  # as Direction.sign * ln P/Q
     return outs
@@ -90,35 +104,61 @@ def _steps_array(steps: Any, n_samples: int) -> np.ndarray:
     return np.ascontiguousarray(steps, dtype=np.int32)
 
 
-def _evaluate(
-    values: np.ndarray,
-    steps: np.ndarray,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
-    out: np.ndarray,
-) -> None:
-    """:func:`host_b_min_sep` into ``out`` (C-contiguous float64 values, int32 steps)."""
-    n = values.shape[1]
-    inv_s2 = 1.0 / (sigma * sigma)
-    log_p = math.log(probability)
-    base = log_p - (0.5 * inv_s2) * _norms(coefficients, n)
-    if values.shape[0]:
+#: ``taps`` of :meth:`Evaluation.run` when the values are correlations already.
+_NO_TAPS = np.empty(0)
+
+
+@attrs.frozen(eq=False)
+class Evaluation:
+    """The per-sigma inputs of :func:`~minsep.schemes.b_min_sep.cpu_kernels.b_min_sep_rows_in`,
+    made once per sigma (not per block of a draw)."""
+
+    n_steps: int
+    table: np.ndarray
+    base: np.ndarray
+    value_scale: float
+    inv_s2: float
+    log_p: float
+    probability: float
+    min_sep: int
+    warm_start: bool
+
+    @classmethod
+    def of(
+        cls,
+        coefficients: tuple[float, ...],
+        n_steps: int,
+        sigma: float,
+        value_scale: float,
+        probability: float,
+        min_sep: int,
+        warm_start: bool,
+    ) -> Evaluation:
+        inv_s2 = 1.0 / (sigma * sigma)
+        log_p = math.log(probability)
+        base = log_p - (0.5 * inv_s2) * _norms(coefficients, n_steps)
+        return cls(n_steps, signal_table(coefficients, n_steps), base, float(value_scale),
+                   inv_s2, log_p, float(probability), int(min_sep), bool(warm_start))  # fmt: skip
+
+    def run(self, values: np.ndarray, taps: np.ndarray, steps: np.ndarray, out: np.ndarray) -> None:
+        """``ln P/Q`` of the rows of ``values`` (correlations; normals when ``taps`` = c is
+        non-empty) into ``out`` (C-contiguous float64 values, int32 steps)."""
+        if not values.shape[0]:
+            return
+        scratch = int(cpu_kernels.scratch_size(self.n_steps, self.min_sep))
         cpu_kernels.b_min_sep_rows_in(
             values,
+            taps,
             steps,
-            signal_table(coefficients, n),
-            base,
-            float(value_scale),
-            inv_s2,
-            log_p,
-            1.0 - probability,
-            probability,
-            int(min_sep),
-            bool(warm_start),
+            self.table,
+            self.base,
+            self.value_scale,
+            self.inv_s2,
+            self.log_p,
+            1.0 - self.probability,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
             out,
-            reusable((int(cpu_kernels.scratch_size(n, min_sep)),), role="b-min-sep-rows"),
+            reusable((scratch,), role="b-min-sep-rows"),
         )

@@ -49,27 +49,33 @@ TILE = 512
 
 
 @njit(fastmath={"contract"})
-def correlate_rows(z: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
-    """``out[r, i] = sum_j c_j z[r, i + j]`` over ``i + j < n`` (direct, O(n k) per row), as
-    k vectorised passes over tiles of :data:`TILE` outputs."""
-    rows, n = z.shape
+def correlate_row(src: np.ndarray, c: np.ndarray, dst: np.ndarray, n: int) -> None:
+    """``dst[i] = sum_j c_j src[i + j]`` over ``i + j < n`` (direct), as k vectorised passes over
+    tiles of :data:`TILE` outputs. The one evaluation order of the direct sum: the fused
+    kernels that correlate a row in place call it too, so both give the same bits."""
     k = c.shape[0]
+    c0 = c[0]
+    for lo in range(0, n, TILE):
+        hi = min(n, lo + TILE)
+        tile = dst[lo:hi]
+        head = src[lo:hi]
+        for t in range(hi - lo):
+            tile[t] = c0 * head[t]
+        for j in range(1, k):
+            cj = c[j]
+            span = min(hi, n - j) - lo
+            shifted = src[lo + j : lo + j + max(span, 0)]
+            for t in range(span):
+                tile[t] += cj * shifted[t]
+
+
+@njit
+def correlate_rows(z: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
+    """``out[r, i] = sum_j c_j z[r, i + j]`` over ``i + j < n`` (direct, O(n k) per row):
+    :func:`correlate_row` for every row."""
+    rows, n = z.shape
     for r in range(rows):
-        src = z[r]
-        dst = out[r]
-        c0 = c[0]
-        for lo in range(0, n, TILE):
-            hi = min(n, lo + TILE)
-            tile = dst[lo:hi]
-            head = src[lo:hi]
-            for t in range(hi - lo):
-                tile[t] = c0 * head[t]
-            for j in range(1, k):
-                cj = c[j]
-                span = min(hi, n - j) - lo
-                shifted = src[lo + j : lo + j + max(span, 0)]
-                for t in range(span):
-                    tile[t] += cj * shifted[t]
+        correlate_row(z[r], c, out[r], n)
 
 
 @njit
