@@ -12,7 +12,11 @@ install); :func:`njit` then returns the plain function, which no array backend c
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from minsep.framework.backend import (
@@ -73,6 +77,8 @@ def njit(function: F | None = None, **options: Any) -> Any:
             return fn
         settings = {"cache": True, "nogil": True, "error_model": "numpy", **options}
         compiled: F = _numba.njit(**settings)(fn)
+        if settings["cache"]:
+            refresh_cache(compiled, fn)
         return compiled
 
     return wrap if function is None else wrap(function)
@@ -101,3 +107,44 @@ class CompiledKernels:
         if backend.xp is np and self.kernel_set(backend) == "array":
             return (array_path_note(),)
         return ()
+
+
+#: Package folders whose sources make up the compiled kernels (every ``njit`` function and
+#: everything it calls lives in them).
+KERNEL_FOLDERS = ("schemes", "accountants")
+
+
+@functools.cache
+def kernel_fingerprint() -> str:
+    """sha256 of every source file of :data:`KERNEL_FOLDERS` (paths and contents)."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for folder in KERNEL_FOLDERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def refresh_cache(compiled: Any, fn: Callable[..., Any]) -> None:
+    """Drop the on-disk compiled copies of ``fn`` made from other kernel sources.
+
+    numba's cache checks only the file that defines a function: a kernel whose callee in
+    another file changed (``exp_row``, say) would load its old machine code, callee included,
+    and silently run it. Beside each function's cache index this keeps the
+    :func:`kernel_fingerprint` it was made under; when the sources differ, the index is flushed
+    and numba compiles afresh on first call. A cache folder that cannot be written is left
+    alone (numba then caches elsewhere or not at all)."""
+    cache = getattr(compiled, "_cache", None)
+    try:
+        folder = Path(cache.cache_path)
+        stamp = folder / f"{fn.__module__}.{fn.__qualname__}.minsep-sources"
+        fingerprint = kernel_fingerprint()
+        if stamp.is_file() and stamp.read_text() == fingerprint:
+            return
+        cache.flush()
+        temporary = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
+        temporary.write_text(fingerprint)
+        os.replace(temporary, stamp)
+    except (AttributeError, OSError):  # no cache (or another numba's layout), read-only folder
+        return
