@@ -365,6 +365,19 @@ class MonteCarloAccountant(Accountant):
         start-up overlaps the planning and the rate probe (a no-op for other executors)."""
         start_workers(model, self._executor(), get_backend(self.backend).spec, sigma)
 
+    def start_workers(self, scheme: SamplingScheme, strategy: Strategy, sigma: float = 1.0) -> None:
+        """Start the process pool's workers now, warming up on the pair's model, without
+        waiting (a no-op for other executors and for a pair without a loss model).
+
+        A caller that knows a question will be asked (the command line, before its first
+        answer) calls this so that the workers' start-up overlaps its own work; the
+        question's run then finds them warm. Results do not depend on it."""
+        try:
+            model = scheme.loss_model(strategy)
+        except (NotAccountableError, ConfigurationError):
+            return  # the question itself reports it
+        self._start_workers(model, float(sigma))
+
     def _checkpoint(self) -> Checkpoint | None:
         if self.checkpoint is None:
             return None
