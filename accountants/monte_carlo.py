@@ -366,12 +366,9 @@ class MonteCarloAccountant(Accountant):
         start_workers(model, self._executor(), get_backend(self.backend).spec, sigma)
 
     def start_workers(self, scheme: SamplingScheme, strategy: Strategy, sigma: float = 1.0) -> None:
-        """Start the process pool's workers now, warming up on the pair's model, without
-        waiting (a no-op for other executors and for a pair without a loss model).
-
-        A caller that knows a question will be asked (the command line, before its first
-        answer) calls this so that the workers' start-up overlaps its own work; the
-        question's run then finds them warm. Results do not depend on it."""
+        """Start the process pool's workers now, warming up on the pair's model at
+        ``sigma``, without waiting (nothing for other executors, nor for a pair without a
+        loss model: its question reports that). The question's run then finds them warm."""
         try:
             model = scheme.loss_model(strategy)
         except (NotAccountableError, ConfigurationError):

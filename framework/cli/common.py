@@ -725,12 +725,9 @@ def _start_workers(
     strategy: Strategy,
     numbers: dict[str, float] | None,
 ) -> None:
-    """Have an accountant with worker processes start them now (``start_workers``, as the
-    Monte Carlo accountant offers), warming up at the question's sigma, so that their
-    start-up overlaps the first answer; nothing for other accountants."""
-    start = getattr(accountant, "start_workers", None)
-    if callable(start):
-        start(scheme, strategy, float((numbers or {}).get("sigma", 1.0)))
+    """Have an accountant with worker processes start them now, warming up at the question's
+    sigma (1 without one), so that their start-up overlaps the first answer."""
+    accountant.start_workers(scheme, strategy, float((numbers or {}).get("sigma", 1.0)))
 
 
 def _cached(
