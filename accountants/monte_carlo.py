@@ -365,6 +365,16 @@ class MonteCarloAccountant(Accountant):
         start-up overlaps the planning and the rate probe (a no-op for other executors)."""
         start_workers(model, self._executor(), get_backend(self.backend).spec, sigma)
 
+    def start_workers(self, scheme: SamplingScheme, strategy: Strategy, sigma: float = 1.0) -> None:
+        """Start the process pool's workers now, warming up on the pair's model at
+        ``sigma``, without waiting (nothing for other executors, nor for a pair without a
+        loss model: its question reports that). The question's run then finds them warm."""
+        try:
+            model = scheme.loss_model(strategy)
+        except (NotAccountableError, ConfigurationError):
+            return  # the question itself reports it
+        self._start_workers(model, float(sigma))
+
     def _checkpoint(self) -> Checkpoint | None:
         if self.checkpoint is None:
             return None

@@ -647,6 +647,12 @@ class Accountant(ABC):
             "strategy": strategy.public_parameters(),
         }
 
+    def start_workers(self, scheme: SamplingScheme, strategy: Strategy, sigma: float = 1.0) -> None:
+        """Start the worker processes a question on the pair will use, without waiting, so
+        that their start-up overlaps the caller's own work (the command line calls it before
+        its first answer). Answers must not depend on it. Default: nothing to start."""
+        return None
+
     def supports(self, scheme: SamplingScheme, strategy: Strategy) -> bool:
         """True when :meth:`why_not` finds no obstacle."""
         return self.why_not(scheme, strategy) is None

@@ -686,6 +686,50 @@ def quiet(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "quiet", False))
 
 
+def _cache_key(
+    args: argparse.Namespace,
+    question: str | None,
+    numbers: dict[str, float] | None,
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+) -> str | None:
+    """The answer cache's key of the question, or None when the cache is not consulted
+    (``--no-cache``, ``--checkpoint``: resumed by its own rules, or no ``question``)."""
+    from minsep.framework.montecarlo.cache import question_key
+
+    resumable = getattr(args, "checkpoint", None) is not None
+    if question is None or getattr(args, "no_cache", False) or resumable:
+        return None
+    return question_key(question, scheme, strategy, dict(numbers or {}), accountant)
+
+
+def _cache_holds(
+    args: argparse.Namespace,
+    question: str | None,
+    numbers: dict[str, float] | None,
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+) -> bool:
+    """True when the answer cache holds an answer of the question (it will answer)."""
+    from minsep.framework.montecarlo.cache import AnswerCache
+
+    key = _cache_key(args, question, numbers, accountant, scheme, strategy)
+    return key is not None and AnswerCache().path(key).exists()
+
+
+def _start_workers(
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+    numbers: dict[str, float] | None,
+) -> None:
+    """Have an accountant with worker processes start them now, warming up at the question's
+    sigma (1 without one), so that their start-up overlaps the first answer."""
+    accountant.start_workers(scheme, strategy, float((numbers or {}).get("sigma", 1.0)))
+
+
 def _cached(
     args: argparse.Namespace,
     question: str | None,
@@ -698,12 +742,9 @@ def _cached(
     """The answer of a seeded question from the answer cache (with the line saying so), else
     computed and stored; ``--no-cache``, ``--checkpoint`` (resumed by its own rules) or no
     ``question`` computes without the cache."""
-    from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
+    from minsep.framework.montecarlo.cache import AnswerCache, describe_hit
 
-    key = None
-    resumable = getattr(args, "checkpoint", None) is not None  # the checkpoint's own rules
-    if question is not None and not getattr(args, "no_cache", False) and not resumable:
-        key = question_key(question, scheme, strategy, dict(numbers or {}), accountant)
+    key = _cache_key(args, question, numbers, accountant, scheme, strategy)
     if key is None:
         return ask(accountant, scheme, strategy), None
     result, when = AnswerCache().answer(
@@ -732,7 +773,9 @@ def answer(
     quick deterministic bound (:mod:`.first_answer`) is printed on stderr before the run
     (unless ``--quiet``) and stored in the result's ``first_answer``, and the Monte Carlo
     samples are chosen from the question (:mod:`.sample_choice`); the result's notes say
-    which accountant answered (with ``auto``) and how its samples were chosen.
+    which accountant answered (with ``auto``) and how its samples were chosen. An accountant
+    with worker processes starts them before the first answer (unless the answer cache holds
+    the answer), so that their start-up overlaps it.
     """
     from minsep.framework.cli.first_answer import first_answer
     from minsep.framework.cli.sample_choice import choose_samples
@@ -748,12 +791,14 @@ def answer(
     notes = [] if chosen is None else [chosen]
     early = None
     if question is not None:
-        early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
-        if early is not None and not quiet(args):
-            print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
         accountant, stated = choose_samples(
             args, accountant, scheme, strategy, question, dict(numbers or {})
         )
+        if not _cache_holds(args, question, numbers, accountant, scheme, strategy):
+            _start_workers(accountant, scheme, strategy, numbers)
+        early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
+        if early is not None and not quiet(args):
+            print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
         if stated is not None:
             notes.append(f"{stated}.")
             if not quiet(args):

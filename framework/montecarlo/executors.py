@@ -12,8 +12,9 @@ pickle.
 
 An executor may also offer ``prepare(warm_up)``: start its workers now and have each run the
 picklable ``warm_up()`` once (import the model's modules, load its compiled kernels), without
-waiting. The engine calls it through :func:`prepare_executor` at the start of a question, so
-that worker start-up overlaps the parent's own set-up (building the model, planning, probing).
+waiting. The engine calls it through :func:`prepare_executor` at the start of a question (the
+command line before its first answer), so that worker start-up overlaps the parent's own
+set-up (the first answer, building the model, planning, probing).
 
 Start method. :class:`ProcessExecutor` uses ``forkserver`` on POSIX (``spawn`` elsewhere), not
 ``fork``: the parent holds threads by the time it samples (the BLAS pool, tqdm's monitor, the
@@ -109,6 +110,8 @@ WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(1 << 32), "MALLOC_TRIM_THRESHOLD_
 
 _POOLS: dict[tuple[int, str], concurrent.futures.ProcessPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
+#: Threads of :meth:`ProcessExecutor.prepare` still queueing a pool's warm-ups (see there).
+_STARTING: dict[tuple[int, str], threading.Thread] = {}
 #: Modules the forkserver imports once, so that workers start without re-importing them.
 _PRELOAD = ["numpy", "scipy.special", "scipy.fft", "minsep.framework.montecarlo"]
 
@@ -166,6 +169,26 @@ def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
         return pool
 
 
+def _queue_warm_ups(
+    pool: concurrent.futures.ProcessPoolExecutor, warm_up: Callable[[], object], count: int
+) -> None:
+    """Submit ``warm_up`` ``count`` times (each submission may start a worker); a pool shut
+    down or broken meanwhile gets nothing more (its next real chunk reports why)."""
+    try:
+        for _ in range(count):
+            pool.submit(warm_up)
+    except (RuntimeError, concurrent.futures.process.BrokenProcessPool):
+        pass
+
+
+def _wait_started(key: tuple[int, str]) -> None:
+    """Wait for :meth:`ProcessExecutor.prepare`'s thread of pool ``key``, if any."""
+    with _POOLS_LOCK:
+        thread = _STARTING.pop(key, None)
+    if thread is not None:
+        thread.join()
+
+
 def prepare_executor(executor: Executor, warm_up: Callable[[], object]) -> None:
     """Have ``executor`` start its workers now and run ``warm_up()`` once in each, without
     waiting, when it offers ``prepare`` (a process pool does); otherwise nothing. Results and
@@ -180,6 +203,10 @@ def shutdown_pools() -> None:
     with _POOLS_LOCK:
         pools = list(_POOLS.values())
         _POOLS.clear()
+        starting = list(_STARTING.values())
+        _STARTING.clear()
+    for thread in starting:
+        thread.join()
     for pool in pools:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -212,20 +239,34 @@ class ProcessExecutor:
 
     def prepare(self, warm_up: Callable[[], object]) -> None:
         """Start the pool (if not yet running) and queue ``warm_up`` once per worker; returns
-        at once. A pool that already ran a chunk is warm and gets nothing."""
+        at once. A pool that already ran a chunk is warm and gets nothing.
+
+        Queueing blocks until the forkserver has imported its preloads and forked a worker
+        (about a second), so a background thread queues while the parent goes on with its
+        own set-up; :meth:`map` waits for that thread before its first submission, so the
+        warm-ups stay ahead of every chunk in the queue."""
         method = self.start_method or _default_start_method()
+        key = (self.max_workers, method)
         with _POOLS_LOCK:
-            fresh = (self.max_workers, method) not in _POOLS
+            fresh = key not in _POOLS
         if fresh:
             pool = _pool(self.max_workers, method)
-            for _ in range(self.max_workers):
-                pool.submit(warm_up)
+            thread = threading.Thread(
+                target=_queue_warm_ups,
+                args=(pool, warm_up, self.max_workers),
+                name="minsep-pool-start",
+                daemon=True,
+            )
+            with _POOLS_LOCK:
+                _STARTING[key] = thread
+            thread.start()
 
     def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
         """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order."""
         if not indices:
             return
         method = self.start_method or _default_start_method()
+        _wait_started((self.max_workers, method))
         pool = _pool(self.max_workers, method)
         limit = self.ahead * self.max_workers
         pending: collections.deque[concurrent.futures.Future[T]] = collections.deque()

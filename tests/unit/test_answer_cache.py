@@ -95,3 +95,30 @@ def test_an_unwritable_folder_only_costs_the_cache(tmp_path: Any) -> None:
         got, when = store.answer("k", type(result), lambda: result)
     assert got == result and when is None
     assert any("answer cache: cannot write" in str(w.message) for w in caught)
+
+
+def test_the_workers_start_before_the_first_answer_unless_the_cache_answers(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line starts the Monte Carlo workers before its first answer (their start-up
+    overlaps it), and starts nothing when the cache holds the answer."""
+    from minsep.accountants.monte_carlo import MonteCarloAccountant
+    from minsep.framework.cli import first_answer
+
+    events: list[str] = []
+    real = first_answer.first_answer
+
+    def start(self: Any, scheme: Any, strategy: Any, sigma: float = 1.0) -> None:
+        events.append(f"start at sigma {sigma:g}")
+
+    def first(*args: Any) -> Any:
+        events.append("first answer")
+        return real(*args)
+
+    monkeypatch.setattr(MonteCarloAccountant, "start_workers", start)
+    monkeypatch.setattr(first_answer, "first_answer", first)
+    _run(capsys, "--seed", "6")
+    assert events == ["start at sigma 1", "first answer"]
+    events.clear()
+    _, err = _run(capsys, "--seed", "6")
+    assert "cached answer" in err and events == ["first answer"]

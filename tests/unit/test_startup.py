@@ -116,6 +116,46 @@ def test_process_pool_starts_warm_and_stays_bit_identical(tmp_path: Path) -> Non
     assert len(touched) == 1 and int(touched[0]) != os.getpid()
 
 
+@attrs.frozen
+class _SawWarmUp:
+    """A picklable chunk task: whether a warm-up has left its file in ``folder``."""
+
+    folder: str
+
+    def __call__(self, index: int) -> bool:
+        return any(Path(self.folder).iterdir())
+
+
+def test_prepare_queues_in_the_background_and_chunks_wait_behind_the_warm_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prepare`` returns while its warm-ups are still being queued (queueing waits for the
+    forkserver), and ``map`` queues its chunks only after them."""
+    import threading
+
+    from minsep.framework.montecarlo import executors
+
+    executors.shutdown_pools()
+    gate = threading.Event()
+    queue = executors._queue_warm_ups
+
+    def held(*args: Any) -> None:
+        gate.wait()
+        queue(*args)
+
+    monkeypatch.setattr(executors, "_queue_warm_ups", held)
+    executor = ProcessExecutor(max_workers=1, start_method="forkserver")
+    try:
+        prepare_executor(executor, _Touch(str(tmp_path)))  # returns with the queueing held
+        assert executors._STARTING[(1, "forkserver")].is_alive()
+        gate.set()
+        assert list(executor.map(_SawWarmUp(str(tmp_path)), [0, 1])) == [True, True]
+        assert executors._STARTING == {}
+    finally:
+        gate.set()
+        executors.shutdown_pools()
+
+
 def test_warm_up_pickles_and_runs_in_process() -> None:
     import pickle
 
