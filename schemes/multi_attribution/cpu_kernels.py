@@ -7,12 +7,22 @@
 
       G_i = sum_{j >= 1} w_j exp(t_ij),  t_ij = j x_i - j^2 h_i  (w_j = Pr[Binomial(k_u, p) = j]),
 
-  evaluated as ``exp(M_i) S_i`` with ``M_i = max_j (ln w_j + t_ij)`` and ``S_i = sum_j
-  exp(ln w_j + t_ij - M_i)`` in ``[1, k_u]`` (a vectorised pass per j), then the recursion
-  ``f_i = (1-p)^{k_u} f_{i+1} + G_i f_{i+b}`` of b-min-sep's linear-scale kernel. A row with
-  some ``|M_i| > LIMIT`` (or that leaves the float64 range) is redone in the log domain with
-  ``ln G_i = M_i + ln S_i``, as is every row when ``(1-p)^{k_u}`` is positive but below
-  ``exp(-100)`` (the linear recursion's bound on its products).
+  evaluated directly (one exp per step) as the polynomial
+
+      G_i = sum_j a_ij u_i^j,  u_i = exp(x_i - h_i),  a_ij = w_j exp(-j (j-1) h_i),
+
+  by Horner's rule (``h_i`` takes at most k distinct values, so the ``a_ij`` are a small
+  table: :func:`~minsep.schemes.multi_attribution.fused.direct_coefficients`). Exact to rounding
+  when every ``a_ij`` (of positive weight) is at least ``exp(-LIMIT)`` and ``|x_i - h_i| <=
+  LIMIT / J`` (J the largest count j): every Horner partial is then a sum of positive normal
+  numbers in ``[exp(-2 LIMIT), k_u exp(LIMIT)]``. A row where this fails, or where some G_i
+  leaves ``[exp(-LIMIT), exp(LIMIT)]``, is redone term by term: as ``exp(M_i) S_i`` with
+  ``M_i = max_j (ln w_j + t_ij)`` and ``S_i = sum_j exp(ln w_j + t_ij - M_i)`` in ``[1, k_u]``
+  (a vectorised pass per j, k_u + 1 exps per step). Then the recursion ``f_i = (1-p)^{k_u}
+  f_{i+1} + G_i f_{i+b}`` of b-min-sep's linear-scale kernel. A row with some ``|M_i| >
+  LIMIT`` (or that leaves the float64 range) is redone in the log domain with ``ln G_i``
+  (``M_i + ln S_i``, or the log of the direct G_i), as is every row when ``(1-p)^{k_u}`` is
+  positive but below ``exp(-100)`` (the linear recursion's bound on its products).
 """
 
 from __future__ import annotations
@@ -21,7 +31,13 @@ import math
 
 import numpy as np
 
-from minsep.schemes.b_min_sep.cpu_kernels import GROUP, exp_row, linear_rows, log_domain_row
+from minsep.schemes.b_min_sep.cpu_kernels import (
+    GROUP,
+    LIMIT,
+    exp_row,
+    linear_rows,
+    log_domain_row,
+)
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 
@@ -59,6 +75,54 @@ def user_steps(
         for j in range(t, m):
             steps[s, j] = n
             counts[s, j] = 0
+
+
+@njit(fastmath={"contract"})
+def _direct_weights(
+    x: np.ndarray,
+    half_norms: np.ndarray,
+    coefs: np.ndarray,
+    t: np.ndarray,
+    u: np.ndarray,
+    e: np.ndarray,
+    bits: np.ndarray,
+    n: int,
+) -> bool:
+    """``e[i] = G_i = sum_j a_ij u_i^j`` by Horner's rule, ``u_i = exp(x_i - h_i)``, with
+    ``coefs[0, j-1] = a_ij`` for ``i < n0 = n + 1 - len(coefs)`` and ``coefs[1 + i - n0, j-1]``
+    after (module docstring); True (``e`` then undefined) when some ``|x_i - h_i| > LIMIT / J``
+    or some G_i is outside ``[exp(-LIMIT), exp(LIMIT)]``: the row then needs the term-by-term
+    weights. One exp and J fused multiply-adds per step, every loop vectorisable (``t``, ``u``
+    and ``e``: distinct scratch rows; aliased rows would make the compiled loops scalar)."""
+    top = coefs.shape[1]
+    n0 = n + 1 - coefs.shape[0]
+    bound = LIMIT / top
+    bad = 0
+    for i in range(n):
+        v = x[i] - half_norms[i]
+        t[i] = v
+        bad += (v > bound) | (v < -bound) | (v != v)
+    if bad > 0:
+        return True
+    exp_row(t, u, bits, n)
+    c = coefs[0, top - 1]
+    for i in range(n0):
+        e[i] = c
+    for i in range(n0, n):
+        e[i] = coefs[1 + i - n0, top - 1]
+    for jj in range(top - 2, -1, -1):
+        c = coefs[0, jj]
+        for i in range(n0):
+            e[i] = e[i] * u[i] + c
+        for i in range(n0, n):
+            e[i] = e[i] * u[i] + coefs[1 + i - n0, jj]
+    low = math.exp(-LIMIT)
+    high = math.exp(LIMIT)
+    for i in range(n):
+        w = e[i] * u[i]
+        e[i] = w
+        bad += (w < low) | (w > high)
+    return bad > 0
 
 
 @njit(fastmath={"contract"})
@@ -104,6 +168,7 @@ def multi_attribution_rows(
     half_norms: np.ndarray,
     js: np.ndarray,
     log_w: np.ndarray,
+    coefs: np.ndarray,
     a: float,
     inv_s2: float,
     log_q: float,
@@ -116,7 +181,9 @@ def multi_attribution_rows(
     ``values`` ``(S, n)``: noise correlations (``a = 1/sigma``) or dots ``<c_i, y>`` (``a =
     1/sigma^2``); ``steps`` / ``counts`` ``(S, m)``: the user's participations (``m = 0``: no
     signal); ``half_norms[i] = ||c_i||^2 / (2 sigma^2)``; ``js`` (float) / ``log_w``: the
-    counts j >= 1 of positive probability and ``ln w_j``; ``log_q = ln (1-p)^{k_u}``.
+    counts j >= 1 of positive probability and ``ln w_j``; ``coefs``: the polynomial
+    coefficients of :func:`_direct_weights` (no rows: every row term by term); ``log_q = ln
+    (1-p)^{k_u}``.
     """
     rows, n = values.shape
     x = np.empty(n)
@@ -130,6 +197,8 @@ def multi_attribution_rows(
     g_logs = np.empty(n + b)
     results = np.empty(GROUP)
     wild = np.zeros(GROUP, dtype=np.bool_)
+    direct = np.zeros(GROUP, dtype=np.bool_)  # G_i of the row by Horner's rule
+    try_direct = coefs.shape[0] > 0 and coefs.shape[1] > 0
     q = math.exp(log_q) if log_q > -np.inf else 0.0
     linear = log_q == -np.inf or log_q >= -100.0  # q = 0 only when p = 1, not by underflow
     in_logs = 0
@@ -140,12 +209,17 @@ def multi_attribution_rows(
             for i in range(n):
                 x[i] = a * row[i]
             add_weighted_signal(x, steps[s], counts[s], table, inv_s2)
-            _block_weights(x, half_norms, js, log_w, peak[g], total[g], term, scratch, bits, n)
-            wild[g] = exp_row(peak[g], e[g], bits, n)
-            eg = e[g]
-            tg = total[g]
-            for i in range(n):
-                eg[i] *= tg[i]
+            direct[g] = try_direct and not _direct_weights(
+                x, half_norms, coefs, term, scratch, e[g], bits, n
+            )
+            wild[g] = False
+            if not direct[g]:
+                _block_weights(x, half_norms, js, log_w, peak[g], total[g], term, scratch, bits, n)
+                wild[g] = exp_row(peak[g], e[g], bits, n)
+                eg = e[g]
+                tg = total[g]
+                for i in range(n):
+                    eg[i] *= tg[i]
         if linear:
             linear_rows(e, n, b, q, 1.0, False, f, results)
         for g in range(GROUP):
@@ -154,10 +228,15 @@ def multi_attribution_rows(
                 break
             result = results[g]
             if not linear or wild[g] or result != result:
-                pg = peak[g]
-                tg = total[g]
-                for i in range(n):
-                    term[i] = pg[i] + math.log(tg[i])
+                if direct[g]:  # every G_i positive and normal
+                    eg = e[g]
+                    for i in range(n):
+                        term[i] = math.log(eg[i])
+                else:
+                    pg = peak[g]
+                    tg = total[g]
+                    for i in range(n):
+                        term[i] = pg[i] + math.log(tg[i])
                 result = log_domain_row(term, n, b, log_q, 0.0, 1.0, False, g_logs)
                 in_logs += 1
             out[s] = result
