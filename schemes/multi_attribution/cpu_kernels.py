@@ -42,6 +42,25 @@ from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 
 
+#: Thresholds scanned one by one before :func:`_count_at` turns to a sorted search.
+SCAN = 8
+
+
+@njit
+def _count_at(thresholds: np.ndarray, v: float) -> int:
+    """``#{m : thresholds[m] <= v}`` for ascending thresholds with ``thresholds[0] <= v``: a
+    scan of the first :data:`SCAN` (the usual counts), then a sorted search."""
+    size = thresholds.shape[0]
+    count = 1
+    while count < size and count < SCAN:
+        if thresholds[count] > v:
+            return count
+        count += 1
+    if count < size:
+        return int(np.searchsorted(thresholds, v, side="right"))
+    return count
+
+
 @njit
 def user_steps(
     u: np.ndarray,
@@ -55,23 +74,28 @@ def user_steps(
     at an available step the count is ``#{m : thresholds[m] <= u}`` (inverse CDF of
     Binomial(k_u, p)); a positive count bars the next b - 1 steps. Writes the steps with a
     positive count (ascending, then n) and the counts (then 0), as the array code's
-    :func:`~minsep.schemes.kernels.sampling.user_participation` computes them."""
+    :func:`~minsep.schemes.kernels.sampling.user_participation` computes them.
+
+    The count is positive exactly when ``u >= thresholds[0]``: that one comparison decides an
+    available step, the sorted search runs only at a participation, and the barred steps after
+    it are jumped over (their uniforms are drawn but unused, as in the array code)."""
     rows, n = u.shape
     m = steps.shape[1]
+    first = thresholds[0]
     for r in range(rows):
         s = row0 + r
-        state = 0
+        row = u[r]
         t = 0
-        for i in range(n):
-            if state == 0:
-                count = np.searchsorted(thresholds, u[r, i], side="right")
-                if count > 0:
-                    steps[s, t] = i
-                    counts[s, t] = count
-                    t += 1
-                    state = b - 1
-            else:
-                state -= 1
+        i = 0
+        while i < n:
+            v = row[i]
+            if v < first:  # count 0: the next step is available
+                i += 1
+                continue
+            steps[s, t] = i
+            counts[s, t] = _count_at(thresholds, v)
+            t += 1
+            i += b
         for j in range(t, m):
             steps[s, j] = n
             counts[s, j] = 0
