@@ -102,56 +102,78 @@ def user_steps(
 
 
 @njit(fastmath={"contract"})
+def _horner_pass(
+    e: np.ndarray, u: np.ndarray, coefs: np.ndarray, hi: int, lo: int, first: bool, n: int
+) -> None:
+    """Two Horner steps in one pass: ``e = (e u + a_hi) u + a_lo`` (``first``: ``e = a_hi u +
+    a_lo``), the coefficients of column ``hi`` / ``lo`` of :func:`_direct_weights`' table."""
+    n0 = n + 1 - coefs.shape[0]
+    c_hi = coefs[0, hi]
+    c_lo = coefs[0, lo]
+    if first:
+        for i in range(n0):
+            e[i] = c_hi * u[i] + c_lo
+        for i in range(n0, n):
+            e[i] = coefs[1 + i - n0, hi] * u[i] + coefs[1 + i - n0, lo]
+    else:
+        for i in range(n0):
+            e[i] = (e[i] * u[i] + c_hi) * u[i] + c_lo
+        for i in range(n0, n):
+            e[i] = (e[i] * u[i] + coefs[1 + i - n0, hi]) * u[i] + coefs[1 + i - n0, lo]
+
+
+@njit(fastmath={"contract"})
 def _direct_weights(
-    x: np.ndarray,
-    half_norms: np.ndarray,
-    coefs: np.ndarray,
-    t: np.ndarray,
-    u: np.ndarray,
-    e: np.ndarray,
-    bits: np.ndarray,
-    n: int,
+    t: np.ndarray, coefs: np.ndarray, u: np.ndarray, e: np.ndarray, bits: np.ndarray, n: int
 ) -> bool:
-    """``e[i] = G_i = sum_j a_ij u_i^j`` by Horner's rule, ``u_i = exp(x_i - h_i)``, with
-    ``coefs[0, j-1] = a_ij`` for ``i < n0 = n + 1 - len(coefs)`` and ``coefs[1 + i - n0, j-1]``
-    after (module docstring); True (``e`` then undefined) when some ``|x_i - h_i| > LIMIT / J``
-    or some G_i is outside ``[exp(-LIMIT), exp(LIMIT)]``: the row then needs the term-by-term
-    weights. One exp and J fused multiply-adds per step, every loop vectorisable (``t``, ``u``
-    and ``e``: distinct scratch rows; aliased rows would make the compiled loops scalar)."""
+    """``e[i] = G_i = sum_j a_ij u_i^j`` by Horner's rule, ``u_i = exp(t_i)``, ``t_i = x_i -
+    h_i``, with ``coefs[0, j-1] = a_ij`` for ``i < n0 = n + 1 - len(coefs)`` and ``coefs[1 + i
+    - n0, j-1]`` after (module docstring); True (``e`` then undefined) when some ``|t_i| >
+    LIMIT / J`` (J = ``coefs.shape[1]``) or some G_i is outside ``[exp(-LIMIT), exp(LIMIT)]``:
+    the row then needs the term-by-term weights. One exp and J fused multiply-adds per step, in
+    about J / 2 vectorised passes (``t``, ``u`` and ``e``: distinct scratch rows; aliased rows
+    would make the compiled loops scalar)."""
     top = coefs.shape[1]
     n0 = n + 1 - coefs.shape[0]
-    bound = LIMIT / top
-    bad = 0
-    for i in range(n):
-        v = x[i] - half_norms[i]
-        t[i] = v
-        bad += (v > bound) | (v < -bound) | (v != v)
-    if bad > 0:
+    if exp_row(t, u, bits, n):  # NaN, or beyond LIMIT
         return True
-    exp_row(t, u, bits, n)
-    c = coefs[0, top - 1]
-    for i in range(n0):
-        e[i] = c
-    for i in range(n0, n):
-        e[i] = coefs[1 + i - n0, top - 1]
-    for jj in range(top - 2, -1, -1):
-        c = coefs[0, jj]
+    # e = a_J, then e = e u + a_j for j = J-1..1 (two at a time), then G = e u
+    nxt = top - 1  # the highest column not yet in e
+    if top == 1:
+        for i in range(n0):
+            e[i] = coefs[0, 0]
+        for i in range(n0, n):
+            e[i] = coefs[1 + i - n0, 0]
+        nxt = -1
+    else:
+        _horner_pass(e, u, coefs, top - 1, top - 2, True, n)
+        nxt = top - 3
+    while nxt >= 1:
+        _horner_pass(e, u, coefs, nxt, nxt - 1, False, n)
+        nxt -= 2
+    bound = LIMIT / top
+    u_low = math.exp(-bound)
+    u_high = math.exp(bound)
+    low = math.exp(-LIMIT)
+    high = math.exp(LIMIT)
+    bad = 0
+    if nxt == 0:
+        c = coefs[0, 0]
         for i in range(n0):
             e[i] = e[i] * u[i] + c
         for i in range(n0, n):
-            e[i] = e[i] * u[i] + coefs[1 + i - n0, jj]
-    low = math.exp(-LIMIT)
-    high = math.exp(LIMIT)
+            e[i] = e[i] * u[i] + coefs[1 + i - n0, 0]
     for i in range(n):
-        w = e[i] * u[i]
+        ui = u[i]
+        w = e[i] * ui
         e[i] = w
-        bad += (w < low) | (w > high)
+        bad += (w < low) | (w > high) | (ui < u_low) | (ui > u_high)
     return bad > 0
 
 
 @njit(fastmath={"contract"})
 def _block_weights(
-    x: np.ndarray,
+    t: np.ndarray,
     half_norms: np.ndarray,
     js: np.ndarray,
     log_w: np.ndarray,
@@ -162,22 +184,23 @@ def _block_weights(
     bits: np.ndarray,
     n: int,
 ) -> None:
-    """``peak[i] = M_i`` and ``total[i] = S_i`` (module docstring), one vectorised pass per j."""
+    """``peak[i] = M_i`` and ``total[i] = S_i`` (module docstring) from ``t_i = x_i - h_i``
+    (``t_ij = j t_i - j (j-1) h_i``), one vectorised pass per j."""
     for i in range(n):
         peak[i] = -np.inf
         total[i] = 0.0
     for jj in range(js.shape[0]):
         j = js[jj]
         lw = log_w[jj]
-        jsq = j * j
+        jj1 = j * (j - 1.0)
         for i in range(n):
-            peak[i] = max(peak[i], lw + j * x[i] - jsq * half_norms[i])
+            peak[i] = max(peak[i], lw + j * t[i] - jj1 * half_norms[i])
     for jj in range(js.shape[0]):
         j = js[jj]
         lw = log_w[jj]
-        jsq = j * j
+        jj1 = j * (j - 1.0)
         for i in range(n):
-            term[i] = (lw + j * x[i] - jsq * half_norms[i]) - peak[i]
+            term[i] = (lw + j * t[i] - jj1 * half_norms[i]) - peak[i]
         exp_row(term, e, bits, n)  # arguments <= 0; below -LIMIT they count as e^-LIMIT
         for i in range(n):
             total[i] += e[i]
@@ -231,11 +254,9 @@ def multi_attribution_rows(
             s = min(start + g, rows - 1)  # the last group repeats its last row
             row = values[s]
             for i in range(n):
-                x[i] = a * row[i]
+                x[i] = a * row[i] - half_norms[i]  # t_i = x_i - h_i, the signal still to add
             add_weighted_signal(x, steps[s], counts[s], table, inv_s2)
-            direct[g] = try_direct and not _direct_weights(
-                x, half_norms, coefs, term, scratch, e[g], bits, n
-            )
+            direct[g] = try_direct and not _direct_weights(x, coefs, scratch, e[g], bits, n)
             wild[g] = False
             if not direct[g]:
                 _block_weights(x, half_norms, js, log_w, peak[g], total[g], term, scratch, bits, n)
