@@ -41,7 +41,6 @@ from minsep.schemes.b_min_sep.cpu_kernels import (
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 
-
 #: Thresholds scanned one by one before :func:`_count_at` turns to a sorted search.
 SCAN = 8
 

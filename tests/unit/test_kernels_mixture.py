@@ -49,6 +49,9 @@ MULTI = [
     (MANY, 150, len(MANY), 0.02, 4),  # FFT correlation
 ]
 
+#: (1-p)^k_u = 1e-120 with every a_ij in range: direct block weights, then the log domain.
+DIRECT_IN_LOGS = ((0.8, 0.5, 0.3), 40, 3, 1.0 - 1e-15, 8)
+
 TRUNCATED = [
     # (coefficients, n, b, p, warm, |D|, B_max)
     ((0.8, 0.5, 0.3), 40, 4, 0.2, True, 25, 4),
@@ -105,7 +108,7 @@ def _assert_losses_agree(model: Any, fast: Any, slow: Any) -> None:
 
 
 @pytest.mark.parametrize("direction", list(Direction))
-@pytest.mark.parametrize("case", MULTI)
+@pytest.mark.parametrize("case", [*MULTI, DIRECT_IN_LOGS])
 def test_multi_attribution_agrees_on_both_paths(
     case: tuple[Any, ...], direction: Direction
 ) -> None:
@@ -176,7 +179,7 @@ def test_multi_attribution_rows_leave_linear_scale_only_when_they_must() -> None
         assert _multi_rows(tiny_stay, transcript, 1.0) == 5
 
 
-@pytest.mark.parametrize("case", MULTI)
+@pytest.mark.parametrize("case", [*MULTI, DIRECT_IN_LOGS])
 def test_direct_block_weights_agree_with_the_term_by_term_sum(case: tuple[Any, ...]) -> None:
     """Horner's rule on exp(x_i - h_i) and the sum of k_u + 1 exps give the same losses, at
     every sigma (where the direct form is refused the two runs are the same code)."""
@@ -184,9 +187,11 @@ def test_direct_block_weights_agree_with_the_term_by_term_sum(case: tuple[Any, .
     transcript = model.draw(64, Direction.REMOVE, _rng(8), numpy_backend())
     for sigma in SIGMAS:
         direct, summed = np.empty(64), np.empty(64)
-        _multi_rows(model, transcript, sigma, direct, direct=True)
+        in_logs = _multi_rows(model, transcript, sigma, direct, direct=True)
         _multi_rows(model, transcript, sigma, summed, direct=False)
         np.testing.assert_allclose(direct, summed, rtol=1e-12, atol=1e-12)
+        if case is DIRECT_IN_LOGS:
+            assert in_logs == 64
 
 
 def test_direct_coefficients_refuse_what_would_leave_the_normal_range() -> None:
