@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from minsep.framework.backend import RandomSource
+from minsep.schemes.b_min_sep.cpu_kernels import LIMIT
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
@@ -52,6 +53,33 @@ def _terms(weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     return js, log_w
 
 
+#: Largest count J for which G_i is tried as a polynomial in exp(x_i - h_i): the direct form
+#: needs ``|x_i - h_i| <= LIMIT / J``, which for larger J fails too often to pay.
+MAX_DIRECT_COUNT = 32
+
+
+def direct_coefficients(
+    half_norms: np.ndarray, js: np.ndarray, log_w: np.ndarray, bands: int
+) -> np.ndarray:
+    """``a_ij = w_j exp(-j (j-1) h_i)`` for j = 1..J (column j - 1; 0 where ``w_j = 0``): row 0
+    for the steps ``i < n0 = n - bands + 1`` (``h_i = h_0``), row ``1 + i - n0`` for the last
+    ``bands - 1`` steps (``bands``: the effective band count, at most n). No rows (the kernel
+    then sums term by term) when J exceeds :data:`MAX_DIRECT_COUNT` or some positive ``a_ij``
+    is below ``exp(-LIMIT)`` (the bound that keeps Horner's rule exact to rounding)."""
+    n = half_norms.shape[0]
+    top = int(js[-1]) if js.size else 0
+    if not 0 < top <= MAX_DIRECT_COUNT:
+        return np.empty((0, 0))
+    n0 = n - bands + 1
+    h = np.concatenate((half_norms[:1], half_norms[n0:]))
+    logs = log_w[None, :] - (js * (js - 1.0))[None, :] * h[:, None]
+    if logs.min() < -LIMIT:
+        return np.empty((0, 0))
+    coefs = np.zeros((h.size, top))
+    coefs[:, js.astype(np.int64) - 1] = np.exp(logs)
+    return coefs
+
+
 def host_multi_attribution(
     values: Any,
     steps: Any,
@@ -76,16 +104,18 @@ def host_multi_attribution(
     inv_s2 = 1.0 / (sigma * sigma)
     half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n)
     js, log_w = _terms(tuple(log_weights))
+    table = signal_table(coefficients, n)
     out = np.empty(n_samples)
     if n_samples:
         cpu_kernels.multi_attribution_rows(
             values,
             steps_arr,
             counts_arr,
-            signal_table(coefficients, n),
+            table,
             half_norms,
             js,
             log_w,
+            direct_coefficients(half_norms, js, log_w, table.shape[0]),
             float(value_scale),
             inv_s2,
             float(log_weights[0]),

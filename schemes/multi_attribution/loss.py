@@ -116,7 +116,9 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
     under REMOVE (dense signal), ``8 n`` under ADD; on the fused paths the noise plus, under
     REMOVE, the steps and counts of the user's participations (``8 ceil(n / b)`` bytes).
     Cost per sample: n uniforms and n normals, the sliding products (O(n k) or O(n log n)),
-    then O(n k_u) per sigma (one exp per step and term, vectorised, on the fused path).
+    then O(n k_u) per sigma: on the fused path one exp and k_u multiply-adds per step (the
+    block weight as a polynomial in r_i, docs/math.md §5), or one exp per step and term where
+    that form would leave the float64 range.
 
     Paths (same random stream, same values up to rounding): fused numba kernels on host numpy
     (:mod:`.fused`), the array code's draw with a fused CUDA log-ratio on cupy

@@ -25,7 +25,7 @@ from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 from minsep.schemes.losses import MultiAttributionLossModel, TruncatedBMinSepLossModel
 from minsep.schemes.multi_attribution import cpu_kernels as multi_kernels
-from minsep.schemes.multi_attribution.fused import _terms
+from minsep.schemes.multi_attribution.fused import _terms, direct_coefficients
 from minsep.schemes.multi_attribution.loss import binomial_log_weights
 from minsep.schemes.truncated import cpu_kernels as truncated_kernels
 from minsep.schemes.truncated.counts import SCAN, SPLIT, count_tables, table_counts
@@ -48,6 +48,9 @@ MULTI = [
     ((0.7, 0.5, 0.3), 60, 4, 0.9, 400),  # (1-p)^k_u = 1e-400 underflows, yet p < 1
     (MANY, 150, len(MANY), 0.02, 4),  # FFT correlation
 ]
+
+#: (1-p)^k_u = 1e-120 with every a_ij in range: direct block weights, then the log domain.
+DIRECT_IN_LOGS = ((0.8, 0.5, 0.3), 40, 3, 1.0 - 1e-15, 8)
 
 TRUNCATED = [
     # (coefficients, n, b, p, warm, |D|, B_max)
@@ -105,7 +108,7 @@ def _assert_losses_agree(model: Any, fast: Any, slow: Any) -> None:
 
 
 @pytest.mark.parametrize("direction", list(Direction))
-@pytest.mark.parametrize("case", MULTI)
+@pytest.mark.parametrize("case", [*MULTI, DIRECT_IN_LOGS])
 def test_multi_attribution_agrees_on_both_paths(
     case: tuple[Any, ...], direction: Direction
 ) -> None:
@@ -130,20 +133,32 @@ def test_multi_attribution_steps_are_the_dense_counts(case: tuple[Any, ...]) -> 
     np.testing.assert_array_equal(rebuilt[:, : model.n_steps], dense)
 
 
-def _multi_rows(model: MultiAttributionLossModel, transcript: Any, sigma: float) -> int:
+def _multi_rows(
+    model: MultiAttributionLossModel,
+    transcript: Any,
+    sigma: float,
+    out: np.ndarray | None = None,
+    direct: bool = True,
+) -> int:
+    """Rows done in logs by the kernel (losses into ``out``); ``direct=False`` sums every row
+    term by term (no polynomial coefficients)."""
     n = model.n_steps
     weights = binomial_log_weights(model.max_user_examples, model.probability)
     js, log_w = _terms(tuple(weights))
-    out = np.empty(transcript.n_samples)
+    table = signal_table(model.coefficients, n)
+    half_norms = 0.5 / sigma**2 * tail_norms(model.coefficients, n)
+    coefs = direct_coefficients(half_norms, js, log_w, table.shape[0])
+    out = np.empty(transcript.n_samples) if out is None else out
     return int(
         multi_kernels.multi_attribution_rows(
             np.ascontiguousarray(transcript.noise),
             transcript.steps,
             transcript.step_weights,
-            signal_table(model.coefficients, n),
-            0.5 / sigma**2 * tail_norms(model.coefficients, n),
+            table,
+            half_norms,
             js,
             log_w,
+            coefs if direct else np.empty((0, 0)),
             1 / sigma,
             1 / sigma**2,
             weights[0],
@@ -162,6 +177,37 @@ def test_multi_attribution_rows_leave_linear_scale_only_when_they_must() -> None
         tiny_stay = _multi(case)
         transcript = tiny_stay.draw(5, Direction.REMOVE, _rng(7), numpy_backend())
         assert _multi_rows(tiny_stay, transcript, 1.0) == 5
+
+
+@pytest.mark.parametrize("case", [*MULTI, DIRECT_IN_LOGS])
+def test_direct_block_weights_agree_with_the_term_by_term_sum(case: tuple[Any, ...]) -> None:
+    """Horner's rule on exp(x_i - h_i) and the sum of k_u + 1 exps give the same losses, at
+    every sigma (where the direct form is refused the two runs are the same code)."""
+    model = _multi(case)
+    transcript = model.draw(64, Direction.REMOVE, _rng(8), numpy_backend())
+    for sigma in SIGMAS:
+        direct, summed = np.empty(64), np.empty(64)
+        in_logs = _multi_rows(model, transcript, sigma, direct, direct=True)
+        _multi_rows(model, transcript, sigma, summed, direct=False)
+        np.testing.assert_allclose(direct, summed, rtol=1e-12, atol=1e-12)
+        if case is DIRECT_IN_LOGS:
+            assert in_logs == 64
+
+
+def test_direct_coefficients_refuse_what_would_leave_the_normal_range() -> None:
+    half_norms = 0.5 * tail_norms((0.8, 0.5, 0.3), 20)
+    js, log_w = _terms(tuple(binomial_log_weights(4, 0.1)))
+    coefs = direct_coefficients(half_norms, js, log_w, 3)
+    assert coefs.shape == (3, 4)  # the full blocks, then the last two steps
+    j = np.arange(1.0, 5.0)
+    np.testing.assert_allclose(coefs[0], np.exp(log_w - j * (j - 1) * half_norms[0]))
+    np.testing.assert_allclose(coefs[2], np.exp(log_w - j * (j - 1) * half_norms[-1]))
+    assert direct_coefficients(1e4 * half_norms, js, log_w, 3).size == 0  # tiny sigma
+    many, many_w = _terms(tuple(binomial_log_weights(40, 0.1)))
+    assert direct_coefficients(half_norms, many, many_w, 3).size == 0  # J above the cap
+    only_top, top_w = _terms(tuple(binomial_log_weights(3, 1.0)))  # p = 1: j = k_u alone
+    np.testing.assert_array_equal(direct_coefficients(0 * half_norms, only_top, top_w, 3)[0],
+                                  [0.0, 0.0, 1.0])  # fmt: skip
 
 
 @pytest.mark.parametrize("kernels", ["numba", "array"])
