@@ -129,7 +129,7 @@ def _lookup(
 
 
 @njit
-def table_counts_tile(
+def table_counts_major(
     u: np.ndarray,
     t0: int,
     others: int,
@@ -141,62 +141,71 @@ def table_counts_tile(
     bases: np.ndarray,
     ring: np.ndarray,
     barred: np.ndarray,
-    next_barred: np.ndarray,
-    counts: np.ndarray,
-) -> bool:
+    tile: np.ndarray,
+    row0: int,
+) -> int:
     """Steps ``t0 .. t0 + T - 1`` of :func:`table_counts_steps` from their uniforms ``u``
-    ``(T, S)`` (drawn beforehand, step-major: the stream of T steps without a fallback),
-    sample block by sample block, writing ``counts`` ``(S, n)`` row-major in cache-sized
-    pieces. Returns False, with ``ring`` and ``barred`` untouched, as soon as some N lies
-    outside the tables (the caller then redraws the tile step by step); True after updating
-    them. The count leaving the window at step t is ``counts[s, t - (b - 1)]`` inside the
-    tile, ``ring[t % (b - 1), s]`` before it; ``next_barred`` ``(S,)`` is scratch."""
+    ``(T, S)`` (drawn beforehand, step-major: the stream of T steps without a fallback), step
+    by step over all samples: the counts of step ``t0 + j`` go to ``tile[row0 + j]``, and
+    ``ring`` (slot-major, the count leaving the window at step t in ``ring[t % (b - 1)]``) and
+    ``barred`` are updated in place. Returns the steps done: fewer than T when at step ``t0 +
+    done`` some N lies outside the tables (``ring`` and ``barred`` then hold the state before
+    that step; the caller draws it and the rest of the block step by step).
+
+    Every row this reads or writes is contiguous (one step of all samples), which is what makes
+    it fast: a sample-major walk touches a cache line and a page per sample and step."""
     depth, rows = u.shape
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
     width = direct.shape[1]
     buckets = guides.shape[1] - 1
+    for j in range(depth):
+        outside = 0
+        for s in range(rows):
+            avail = others - barred[s]
+            outside += (avail < low) | (avail > high)
+        if outside:
+            return j
+        values = u[j]
+        out = tile[row0 + j]
+        leaving = ring[(t0 + j) % ring_size] if ring_size else barred
+        for s in range(rows):
+            # the body of _lookup, inlined (a call pays for its arrays' reference counts)
+            k = others - barred[s] - low
+            value = values[s]
+            entry = direct[k, int(value * width)]
+            if entry < SPLIT:
+                sampled = bases[k] + entry
+            else:
+                first = offsets[k]
+                end = offsets[k + 1]
+                if entry != SCAN:
+                    index = first + bases[k] + (entry - SPLIT)
+                else:
+                    index = first + guides[k, int(value * buckets)]
+                while index < end and thresholds[index] <= value:
+                    index += 1
+                sampled = index - first
+            out[s] = sampled
+            if ring_size:
+                barred[s] += sampled - leaving[s]
+                leaving[s] = sampled
+    return depth
+
+
+@njit
+def scatter_steps(tile: np.ndarray, steps: int, counts: np.ndarray, t0: int) -> None:
+    """``counts[s, t0 + j] = tile[j, s]`` for ``j < steps`` (a transpose, in blocks of
+    ``SAMPLE_BLOCK`` samples by 8 steps so that the lines of both sides stay in cache)."""
+    rows = tile.shape[1]
     for s0 in range(0, rows, SAMPLE_BLOCK):
         s1 = min(s0 + SAMPLE_BLOCK, rows)
-        for s in range(s0, s1):
-            next_barred[s] = barred[s]
-        for j in range(depth):
-            t = t0 + j
-            slot = t % ring_size if ring_size else 0
-            values = u[j]
+        for j0 in range(0, steps, 8):
+            j1 = min(j0 + 8, steps)
             for s in range(s0, s1):
-                avail = others - next_barred[s]
-                if avail < low or avail > high:
-                    return False
-                # the body of _lookup, inlined (a call pays for its arrays' reference counts)
-                k = avail - low
-                value = values[s]
-                entry = direct[k, int(value * width)]
-                if entry < SPLIT:
-                    sampled = bases[k] + entry
-                else:
-                    first = offsets[k]
-                    end = offsets[k + 1]
-                    if entry != SCAN:
-                        index = first + bases[k] + (entry - SPLIT)
-                    else:
-                        index = first + guides[k, int(value * buckets)]
-                    while index < end and thresholds[index] <= value:
-                        index += 1
-                    sampled = index - first
-                counts[s, t] = sampled
-                if ring_size:
-                    leaving = counts[s, t - ring_size] if j >= ring_size else ring[slot, s]
-                    next_barred[s] += sampled - leaving
-    if ring_size:
-        for j in range(max(0, depth - ring_size), depth):
-            t = t0 + j
-            slot = t % ring_size
-            for s in range(rows):
-                ring[slot, s] = counts[s, t]
-    for s in range(rows):
-        barred[s] = next_barred[s]
-    return True
+                row = counts[s]
+                for j in range(j0, j1):
+                    row[t0 + j] = tile[j, s]
 
 
 @njit

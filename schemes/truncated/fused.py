@@ -5,8 +5,9 @@ in one compiled call (:mod:`.cpu_kernels`).
 
 Memory: the transcript holds the noise correlations and the counts (``10 n`` bytes per sample
 with int16 counts, |D| <= 2^15; ``12 n`` with int32) and the sampled steps with x there
-(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB) and one tile of the counts'
-uniforms (2 MiB); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
+(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB), one block of the counts'
+uniforms (512 KiB) and one step-major tile of counts (4 MiB of int16); evaluating adds ``8 (22
+n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
 from minsep.schemes.truncated.counts import _initial_ring, count_tables
 
-#: Uniforms of counts drawn at once (a tile of steps over every sample; 2 MiB).
-TILE_ELEMENTS = 1 << 18
+#: Uniforms of counts drawn at once (a block of steps over every sample; 512 KiB, in cache).
+TILE_ELEMENTS = 1 << 16
+#: Counts held step-major before they are transposed into the ``(S, n)`` counts (4 MiB of
+#: int16): the longer the tile, the fewer passes over the rows of the counts.
+COUNT_TILE_ELEMENTS = 1 << 21
 
 
 def host_pattern(
@@ -73,51 +77,52 @@ def host_counts(
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
     ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
-    counts = reusable((n_samples, n_steps), count_dtype(others), role="truncated-counts")
+    dtype = count_dtype(others)
+    counts = reusable((n_samples, n_steps), dtype, role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
-    depth = max(1, min(TILE_ELEMENTS // max(n_samples, 1), n_steps))
-    tile = reusable((depth, n_samples), role="truncated-count-uniforms")
-    next_barred = np.empty_like(barred)
+    width = max(n_samples, 1)
+    depth = max(1, min(TILE_ELEMENTS // width, n_steps))  # steps of one block of uniforms
+    span = max(depth, min(COUNT_TILE_ELEMENTS // width, n_steps))  # steps of one count tile
+    uniforms = reusable((depth, n_samples), role="truncated-count-uniforms")
+    tile = reusable((span, n_samples), dtype, role="truncated-count-tile")
     bit_generator = generator.bit_generator
-    for t0 in range(0, n_steps, depth):
-        t1 = min(t0 + depth, n_steps)
-        state = bit_generator.state
-        block = tile[: t1 - t0]
-        generator.random(out=block)
-        done = cpu_kernels.table_counts_tile(
-            block,
-            t0,
-            others,
-            tables.low,
-            tables.offsets,
-            tables.thresholds,
-            tables.guides,
-            tables.direct,
-            tables.bases,
-            ring,
-            barred,
-            next_barred,
-            counts,
-        )
-        if not done:  # some N outside the tables: redraw the tile with its fallback draws
-            bit_generator.state = state
-            cpu_kernels.table_counts_steps(
-                generator,
-                others,
-                probability,
-                tables.low,
-                tables.offsets,
-                tables.thresholds,
-                tables.guides,
-                tables.direct,
-                tables.bases,
-                ring,
-                barred,
-                tile[0],
-                counts,
-                t0,
-                t1,
+    table_args = (
+        tables.low,
+        tables.offsets,
+        tables.thresholds,
+        tables.guides,
+        tables.direct,
+        tables.bases,
+    )
+    for s0 in range(0, n_steps, span):  # a tile of steps, step-major, then into counts
+        s1 = min(s0 + span, n_steps)
+        flushed = s0
+        for t0 in range(s0, s1, depth):
+            t1 = min(t0 + depth, s1)
+            state = bit_generator.state
+            block = uniforms[: t1 - t0]
+            generator.random(out=block)
+            done = cpu_kernels.table_counts_major(
+                block, t0, others, *table_args, ring, barred, tile, t0 - flushed
             )
+            if done < t1 - t0:  # some N outside the tables: the rest of the block step by step
+                cpu_kernels.scatter_steps(tile, t0 + done - flushed, counts, flushed)
+                bit_generator.state = state
+                generator.random(out=block[:done])  # the uniforms of the steps done
+                cpu_kernels.table_counts_steps(
+                    generator,
+                    others,
+                    probability,
+                    *table_args,
+                    ring,
+                    barred,
+                    block[0],
+                    counts,
+                    t0 + done,
+                    t1,
+                )
+                flushed = t1
+        cpu_kernels.scatter_steps(tile, s1 - flushed, counts, flushed)
     return counts
 
 

@@ -264,6 +264,22 @@ def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     assert abs(mean - 0.15 * available) < 0.05 * 0.15 * available
 
 
+@pytest.mark.parametrize("warm", [False, True])
+def test_compiled_counts_agree_across_blocks_and_tiles(
+    monkeypatch: pytest.MonkeyPatch, warm: bool
+) -> None:
+    """Small blocks of uniforms (7 steps of 300 samples) and count tiles (13 steps): the
+    step-major tiles, their transposes and a cold start's fallback inside a block give the
+    array code's counts."""
+    from minsep.schemes.truncated import fused as truncated_fused
+
+    monkeypatch.setattr(truncated_fused, "TILE_ELEMENTS", 7 * 300)
+    monkeypatch.setattr(truncated_fused, "COUNT_TILE_ELEMENTS", 13 * 300)
+    got = host_counts(300, 80, 0.15, 5, warm, 700, _rng(3), numpy_backend())
+    want = table_counts(300, 80, 700, 0.15, 5, warm, _host_generator(_rng(3)))
+    np.testing.assert_array_equal(got, want)
+
+
 def _host_generator(rng: Any) -> np.random.Generator:
     from minsep.schemes.kernels.sampling import host_generator
 
