@@ -26,9 +26,12 @@ def add_weighted_signal(
 ) -> None:
     """``x[i] += scale * sum_t weights[t] <c_i, C e_{steps[t]}>`` (steps ascending, ``>= n``
     once done), through the cross-Gram ``table`` of
-    :func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (O(k) per participation)."""
+    :func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (O(k) per participation). A
+    participation whose blocks the horizon does not cut reads one row of the table
+    (contiguous, vectorised); the others index it per step."""
     n = x.shape[0]
     k = table.shape[0]
+    full = table[k - 1]
     for t in range(steps.shape[0]):
         j = steps[t]
         if j >= n:
@@ -36,8 +39,15 @@ def add_weighted_signal(
         w = scale * weights[t]
         if w == 0.0:
             continue
-        for i in range(max(0, j - k + 1), min(n, j + k)):
-            x[i] += w * table[min(k - 1, n - 1 - i), i - j + k - 1]
+        lo = max(0, j - k + 1)
+        if j + k <= n - k + 1:  # every i < j + k has n - 1 - i >= k - 1: the row k - 1
+            seg = x[lo : j + k]
+            src = full[lo - j + k - 1 :]
+            for i in range(j + k - lo):
+                seg[i] += w * src[i]
+        else:
+            for i in range(lo, min(n, j + k)):
+                x[i] += w * table[min(k - 1, n - 1 - i), i - j + k - 1]
 
 
 def uniform_blocks(

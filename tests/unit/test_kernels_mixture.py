@@ -23,6 +23,7 @@ from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels import fused as kernel_fused
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 from minsep.schemes.losses import MultiAttributionLossModel, TruncatedBMinSepLossModel
 from minsep.schemes.multi_attribution import cpu_kernels as multi_kernels
 from minsep.schemes.multi_attribution.fused import _terms
@@ -251,6 +252,35 @@ def test_count_tables_are_the_binomial_inverse_cdf(others: int, p: float, b: int
         starts = tables.bases[k] + entries - SPLIT
         scanned = (entries >= SPLIT) & (entries != SCAN)
         assert np.all(starts[scanned] <= exact[scanned])  # a scan never starts past the answer
+
+
+@pytest.mark.parametrize(("n", "k"), [(20, 4), (7, 4), (30, 1)])
+def test_weighted_signal_is_the_cross_gram_sum(n: int, k: int) -> None:
+    """The sparse signal (interior participations read the table's last row) against
+    ``sum_t w_t <c_i, C e_{j_t}>`` from a dense C, and bit for bit against the per-step
+    indexing of the table."""
+    rng = np.random.default_rng(4)
+    c = rng.random(k)
+    steps = np.array([0, 2, n // 2, n - 3, n - 1, n, n], dtype=np.int32)
+    steps = np.sort(np.clip(steps, 0, n))
+    weights = np.array([2.0, -1.0, 1.0, 0.0, 2.0, 5.0, 5.0])
+    table = signal_table(tuple(c), n)
+    got = rng.random(n)
+    start = got.copy()
+    add_weighted_signal(got, steps, weights, table, 0.5)
+    dense = np.zeros((n, n))  # C: row t holds c_{t - j} at column j
+    for j in range(n):
+        dense[j : j + k, j] = c[: n - j]
+    gram = dense.T @ dense
+    x = np.zeros(n)
+    x[steps[steps < n]] += weights[steps < n]
+    np.testing.assert_allclose(got, start + 0.5 * gram @ x, rtol=1e-12, atol=1e-12)
+    indexed = start.copy()
+    for j, w in zip(steps, weights, strict=True):
+        if j < n and w != 0.0:
+            for i in range(max(0, j - k + 1), min(n, j + k)):
+                indexed[i] += 0.5 * w * table[min(k - 1, n - 1 - i), i - j + k - 1]
+    np.testing.assert_array_equal(got, indexed)
 
 
 @pytest.mark.parametrize("warm", [False, True])
