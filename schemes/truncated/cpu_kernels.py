@@ -2,9 +2,11 @@
 
 Draws, from the same streams as the array code:
 
-* :func:`table_counts_steps`: the public counts r, step by step over all samples, by the
-  inverse-CDF tables of :mod:`.counts` through numba's ``Generator`` (the order of the array
-  code's per-step calls);
+* :func:`table_counts_major`: the public counts r, step by step over all samples (step-major,
+  into a tile that :func:`scatter_steps` transposes into the ``(S, n)`` counts), by the
+  inverse-CDF tables of :mod:`.counts`; :func:`table_counts_steps` draws a step through
+  numba's ``Generator`` where some N lies outside the tables (the order of the array code's
+  per-step calls);
 * :func:`pattern_weights`: x (or x') at the sampled steps (of
   :func:`~minsep.schemes.kernels.sampling.chain_steps`) from the survival coins, one per
   participation slot.
@@ -13,7 +15,7 @@ and :func:`truncated_rows`, ``ln P/Q`` per sample. With ``x_i = <c_i, y> / sigma
 ``h_i = ||c_i||^2 / (2 sigma^2)`` and ``t_i = B_max / (r_i + 1)``, the per-step weights of the
 P/R and Q/R recursions are
 
-    P: p exp(x_i - h_i)                          Q: p                       (r_i < B_max)
+    P: exp(x_i - h_i + ln p)                     Q: p                       (r_i < B_max)
     P: p (t_i exp(2 x_i - 4 h_i) + 1 - t_i)      Q: p (t_i exp(-x_i - h_i) + 1 - t_i)
 
 run through b-min-sep's linear-scale recursion (warm average applied to each before the
@@ -22,7 +24,8 @@ exp(-380)`` the weights lie in ``[exp(-380), exp(LIMIT + 1)]``, so that the recu
 products stay normal numbers (its own checks send a row whose window still drifts out of range
 to logs). A row with an exponent outside ``[-LIMIT, LIMIT]`` is redone in the log domain
 (``logaddexp``), as the array code computes it, and so is every row when one of the bounds on
-p fails or ``0 < 1 - p < exp(-100)``.
+p fails or ``0 < 1 - p < exp(-100)``. The exps are :func:`exp_row`'s (2 ulp); folding ``ln p``
+into the first exponent, as b-min-sep does, adds its rounding (a few ulp of the weight).
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ import numpy as np
 
 from minsep.schemes.b_min_sep.cpu_kernels import (
     GROUP,
-    LIMIT,
     exp_row,
     linear_rows,
     log_domain_row,
@@ -241,47 +243,56 @@ def pattern_weights(
                 weights[s, jj] = -1.0 if survives else 0.0
 
 
+@njit
+def _truncating_steps(counts: np.ndarray, max_batch: int, marks: np.ndarray, n: int) -> int:
+    """The steps i with ``counts[i] >= max_batch`` into ``marks`` (ascending; branch-free,
+    since they are rare and scattered); returns their number."""
+    found = 0
+    for i in range(n):
+        marks[found] = i
+        found += counts[i] >= max_batch
+    return found
+
+
 @njit(fastmath={"contract"})
-def _weights(
-    x: np.ndarray,
+def _truncating_weights(
+    y: np.ndarray,
     half_norms: np.ndarray,
     counts: np.ndarray,
+    marks: np.ndarray,
+    found: int,
     max_batch: int,
+    log_p: float,
     p: float,
     args: np.ndarray,
-    e1: np.ndarray,
+    e: np.ndarray,
     bits: np.ndarray,
     e_p: np.ndarray,
     e_q: np.ndarray,
-    n: int,
 ) -> bool:
-    """The linear weights of one row into ``e_p``, ``e_q``; True when the row needs logs (an
-    exponent outside ``[-LIMIT, LIMIT]``). One vectorised exp for the free steps; the
-    truncating steps (rare) take two scalar ones."""
-    for i in range(n):
-        args[i] = x[i] - half_norms[i]
-    wild = exp_row(args, e1, bits, n)
-    for i in range(n):
-        e_p[i] = p * e1[i]
-        e_q[i] = p
+    """``e_p``, ``e_q`` at the truncating steps ``marks[:found]`` (``y_i = x_i - h_i + ln
+    p``): ``p (t_i exp(a) + 1 - t_i)`` with ``a = 2 x_i - 4 h_i`` (P) and ``-x_i - h_i`` (Q),
+    the 2 * found exps in one :func:`exp_row`; True when one of them is outside ``[-LIMIT,
+    LIMIT]`` (the row then needs logs)."""
+    for j in range(found):
+        i = marks[j]
+        x_h = y[i] - log_p  # x_i - h_i
+        args[2 * j] = 2.0 * x_h - 2.0 * half_norms[i]
+        args[2 * j + 1] = -x_h - 2.0 * half_norms[i]
+    wild = exp_row(args, e, bits, 2 * found)
     cap = float(max_batch)
-    for i in range(n):
-        count = counts[i]
-        if count >= max_batch:
-            keep = cap / max(count + 1.0, cap + 1.0)
-            drop = 1.0 - keep
-            a_p = 2.0 * x[i] - 4.0 * half_norms[i]
-            a_q = -x[i] - half_norms[i]
-            if not (abs(a_p) <= LIMIT and abs(a_q) <= LIMIT):
-                return True
-            e_p[i] = p * (keep * math.exp(a_p) + drop)
-            e_q[i] = p * (keep * math.exp(a_q) + drop)
+    for j in range(found):
+        i = marks[j]
+        keep = cap / max(counts[i] + 1.0, cap + 1.0)
+        drop = 1.0 - keep
+        e_p[i] = p * (keep * e[2 * j] + drop)
+        e_q[i] = p * (keep * e[2 * j + 1] + drop)
     return wild
 
 
 @njit
 def _log_weights(
-    x: np.ndarray,
+    y: np.ndarray,
     half_norms: np.ndarray,
     counts: np.ndarray,
     max_batch: int,
@@ -290,17 +301,19 @@ def _log_weights(
     l_q: np.ndarray,
     n: int,
 ) -> None:
-    """The log-domain weights of one row (the array code's expressions)."""
+    """The log-domain weights of one row (the array code's expressions, from ``y_i = x_i -
+    h_i + ln p``)."""
     cap = float(max_batch)
     for i in range(n):
         count = counts[i]
         if count >= max_batch:
             keep = cap / max(count + 1.0, cap + 1.0)
             log_keep, log_drop = math.log(keep), math.log1p(-keep)
-            l_p[i] = log_p + logaddexp(log_keep + 2.0 * x[i] - 4.0 * half_norms[i], log_drop)
-            l_q[i] = log_p + logaddexp(log_keep - x[i] - half_norms[i], log_drop)
+            x_h = y[i] - log_p
+            l_p[i] = log_p + logaddexp(log_keep + 2.0 * x_h - 2.0 * half_norms[i], log_drop)
+            l_q[i] = log_p + logaddexp(log_keep - x_h - 2.0 * half_norms[i], log_drop)
         else:
-            l_p[i] = log_p + (x[i] - half_norms[i])
+            l_p[i] = y[i]
             l_q[i] = log_p
 
 
@@ -326,6 +339,11 @@ def truncated_rows(
     ``values`` ``(S, n)``: noise correlations (``a = 1/sigma``) or dots ``<c_i, y>`` (``a =
     1/sigma^2``); ``steps`` / ``weights`` ``(S, m)``: the sampled steps and x there (``m =
     0``: no signal); ``counts`` ``(S, n)``: r; ``half_norms[i] = ||c_i||^2 / (2 sigma^2)``.
+
+    Per row: ``y_i = x_i - h_i + ln p`` (the exponent of b-min-sep's weight), one vectorised
+    exp of y for the P weights of the free steps, the truncating steps (about 3% of them at
+    the bench's B_max) gathered and their 2 exps per step done in one more vectorised call;
+    the Q weights stay p except there (set, then reset after the recursion).
     """
     rows, n = values.shape
     q = 1.0 - p
@@ -334,12 +352,15 @@ def truncated_rows(
     # bounds of the linear recursion: stay weight >= e^-100, step weights >= e^-380
     linear = (q == 0.0 or log_q >= -100.0) and log_p - math.log(max_batch + 1.0) >= -380.0
     linear = linear and log_p >= -80.0
-    x = np.empty((GROUP, n))
-    args = np.empty(n)
-    e1 = np.empty(n)
-    bits = np.empty(n, dtype=np.int64)
+    base = log_p - half_norms
+    y = np.empty((GROUP, n))
+    marks = np.empty((GROUP, n), dtype=np.int64)
+    found = np.zeros(GROUP, dtype=np.int64)
+    args = np.empty(2 * n)
+    e2 = np.empty(2 * n)
+    bits = np.empty(2 * n, dtype=np.int64)
     e_p = np.empty((GROUP, n))
-    e_q = np.empty((GROUP, n))
+    e_q = np.full((GROUP, n), p)
     f = np.empty((GROUP, n + b))
     l_p = np.empty(n)
     l_q = np.empty(n)
@@ -352,23 +373,29 @@ def truncated_rows(
         for g in range(GROUP):
             s = min(start + g, rows - 1)  # the last group repeats its last row
             row = values[s]
-            xg = x[g]
+            yg = y[g]
             for i in range(n):
-                xg[i] = a * row[i]
-            add_weighted_signal(xg, steps[s], weights[s], table, inv_s2)
-            wild[g] = _weights(
-                xg, half_norms, counts[s], max_batch, p, args, e1, bits, e_p[g], e_q[g], n
-            )
+                yg[i] = a * row[i] + base[i]
+            add_weighted_signal(yg, steps[s], weights[s], table, inv_s2)
+            wild[g] = exp_row(yg, e_p[g], bits, n)
+            found[g] = _truncating_steps(counts[s], max_batch, marks[g], n)
+            wild[g] |= _truncating_weights(
+                yg, half_norms, counts[s], marks[g], found[g], max_batch, log_p, p, args, e2,
+                bits, e_p[g], e_q[g],
+            )  # fmt: skip
         if linear:
             linear_rows(e_p, n, b, q, p, warm, f, res_p)
             linear_rows(e_q, n, b, q, p, warm, f, res_q)
+        for g in range(GROUP):
+            for j in range(found[g]):
+                e_q[g, marks[g, j]] = p
         for g in range(GROUP):
             s = start + g
             if s >= rows:
                 break
             result = res_p[g] - res_q[g]
             if not linear or wild[g] or result != result:
-                _log_weights(x[g], half_norms, counts[s], max_batch, log_p, l_p, l_q, n)
+                _log_weights(y[g], half_norms, counts[s], max_batch, log_p, l_p, l_q, n)
                 result = log_domain_row(l_p, n, b, log_q, log_p, p, warm, g_logs)
                 result -= log_domain_row(l_q, n, b, log_q, log_p, p, warm, g_logs)
                 in_logs += 1
