@@ -8,10 +8,12 @@ draws its counts. Thresholds are tabulated once per ``(|D| - 1, p, b)`` for the 
 stationary band (the number barred is Binomial(|D| - 1, (b-1)p / (1 + (b-1)p)) at
 stationarity; the band is 12 standard deviations wide on each side); a draw with N outside it
 (the first steps of a cold start, say) falls back on the generator's own binomial, drawn after
-the step's uniforms in sample order. Both the array code below and the compiled kernel
-(:func:`~minsep.schemes.truncated.cpu_kernels.table_counts_steps`) follow exactly this order, so
-they return the same counts. A table lookup costs a fraction of numpy's binomial (BTPE with a
-new N at nearly every draw: about 70 ns on this project's machine).
+the step's uniforms in sample order. Both the array code below and the compiled kernels
+(:func:`~minsep.schemes.truncated.cpu_kernels.table_counts_major`, and
+:func:`~minsep.schemes.truncated.cpu_kernels.table_counts_steps` for a step with a fallback)
+follow exactly this order, so they return the same counts. A table lookup costs a fraction of
+numpy's binomial (BTPE with a new N at nearly every draw: about 70 ns on this project's
+machine).
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ Draws, from the same streams as the array code:
 
 * :func:`table_counts_major`: the public counts r, step by step over all samples (step-major,
   into a tile that :func:`scatter_steps` transposes into the ``(S, n)`` counts), by the
-  inverse-CDF tables of :mod:`.counts`; :func:`table_counts_steps` draws a step through
-  numba's ``Generator`` where some N lies outside the tables (the order of the array code's
-  per-step calls);
+  inverse-CDF tables of :mod:`.counts`, its uniforms drawn in the kernel by numpy's SFC64
+  algorithm (:func:`sfc64_doubles`: the generator's own stream, without a call per number);
+  :func:`table_counts_steps` draws a step through numba's ``Generator`` where some N lies
+  outside the tables (the order of the array code's per-step calls);
 * :func:`pattern_weights`: x (or x') at the sampled steps (of
   :func:`~minsep.schemes.kernels.sampling.chain_steps`) from the survival coins, one per
   participation slot.
@@ -130,10 +131,34 @@ def _lookup(
     return int(index - first)
 
 
+_U11 = np.uint64(11)
+_U3 = np.uint64(3)
+_U24 = np.uint64(24)
+_U40 = np.uint64(40)
+_U1 = np.uint64(1)
+_TWO_M53 = 1.0 / 9007199254740992.0
+
+
+@njit
+def sfc64_doubles(state: np.ndarray, out: np.ndarray) -> None:
+    """``out[:] = `` the next doubles of numpy's SFC64 with ``state`` (its four words, advanced
+    in place): the same numbers as ``Generator(SFC64).random``."""
+    a, b, c, w = state[0], state[1], state[2], state[3]
+    for i in range(out.shape[0]):
+        word = a + b + w
+        w += _U1
+        a = b ^ (b >> _U11)
+        b = c + (c << _U3)
+        c = ((c << _U24) | (c >> _U40)) + word
+        out[i] = float(word >> _U11) * _TWO_M53
+    state[0], state[1], state[2], state[3] = a, b, c, w
+
+
 @njit
 def table_counts_major(
-    u: np.ndarray,
+    state: np.ndarray,
     t0: int,
+    t1: int,
     others: int,
     low: int,
     offsets: np.ndarray,
@@ -146,35 +171,42 @@ def table_counts_major(
     tile: np.ndarray,
     row0: int,
 ) -> int:
-    """Steps ``t0 .. t0 + T - 1`` of :func:`table_counts_steps` from their uniforms ``u``
-    ``(T, S)`` (drawn beforehand, step-major: the stream of T steps without a fallback), step
-    by step over all samples: the counts of step ``t0 + j`` go to ``tile[row0 + j]``, and
-    ``ring`` (slot-major, the count leaving the window at step t in ``ring[t % (b - 1)]``) and
-    ``barred`` are updated in place. Returns the steps done: fewer than T when at step ``t0 +
-    done`` some N lies outside the tables (``ring`` and ``barred`` then hold the state before
-    that step; the caller draws it and the rest of the block step by step).
+    """Steps ``t0 .. t1 - 1`` of :func:`table_counts_steps`, step by step over all samples,
+    their uniforms drawn here from numpy's SFC64 with ``state`` (its four words, advanced in
+    place; the algorithm of numpy's ``sfc64_next`` and ``next_double``, so the same stream as
+    the generator's): the counts of step t go to ``tile[row0 + t - t0]``, and ``ring``
+    (slot-major, the count leaving the window at step t in ``ring[t % (b - 1)]``) and ``barred``
+    are updated in place. Returns the steps done: fewer than ``t1 - t0`` when at step ``t0 +
+    done`` some N lies outside the tables (``state``, ``ring`` and ``barred`` then hold the
+    state before that step; the caller draws it through the generator).
 
     Every row this reads or writes is contiguous (one step of all samples), which is what makes
     it fast: a sample-major walk touches a cache line and a page per sample and step."""
-    depth, rows = u.shape
+    rows = barred.shape[0]
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
     width = direct.shape[1]
     buckets = guides.shape[1] - 1
-    for j in range(depth):
+    a, b, c, w = state[0], state[1], state[2], state[3]
+    for t in range(t0, t1):
         outside = 0
         for s in range(rows):
             avail = others - barred[s]
             outside += (avail < low) | (avail > high)
         if outside:
-            return j
-        values = u[j]
-        out = tile[row0 + j]
-        leaving = ring[(t0 + j) % ring_size] if ring_size else barred
+            state[0], state[1], state[2], state[3] = a, b, c, w
+            return t - t0
+        out = tile[row0 + t - t0]
+        leaving = ring[t % ring_size] if ring_size else barred
         for s in range(rows):
+            word = a + b + w  # sfc64_next, then next_double
+            w += _U1
+            a = b ^ (b >> _U11)
+            b = c + (c << _U3)
+            c = ((c << _U24) | (c >> _U40)) + word
+            value = float(word >> _U11) * _TWO_M53
             # the body of _lookup, inlined (a call pays for its arrays' reference counts)
             k = others - barred[s] - low
-            value = values[s]
             entry = direct[k, int(value * width)]
             if entry < SPLIT:
                 sampled = bases[k] + entry
@@ -192,7 +224,8 @@ def table_counts_major(
             if ring_size:
                 barred[s] += sampled - leaving[s]
                 leaving[s] = sampled
-    return depth
+    state[0], state[1], state[2], state[3] = a, b, c, w
+    return t1 - t0
 
 
 @njit

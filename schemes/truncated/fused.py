@@ -5,9 +5,8 @@ in one compiled call (:mod:`.cpu_kernels`).
 
 Memory: the transcript holds the noise correlations and the counts (``10 n`` bytes per sample
 with int16 counts, |D| <= 2^15; ``12 n`` with int32) and the sampled steps with x there
-(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB), one block of the counts'
-uniforms (512 KiB) and one step-major tile of counts (4 MiB of int16); evaluating adds ``8 (22
-n + 5 b)`` bytes of row buffers.
+(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB) and one step-major tile of
+counts (4 MiB of int16); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
 from minsep.schemes.truncated.counts import _initial_ring, count_tables
 
-#: Uniforms of counts drawn at once (a block of steps over every sample; 512 KiB, in cache).
-TILE_ELEMENTS = 1 << 16
 #: Counts held step-major before they are transposed into the ``(S, n)`` counts (4 MiB of
 #: int16): the longer the tile, the fewer passes over the rows of the counts.
 COUNT_TILE_ELEMENTS = 1 << 21
@@ -80,12 +77,8 @@ def host_counts(
     dtype = count_dtype(others)
     counts = reusable((n_samples, n_steps), dtype, role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
-    width = max(n_samples, 1)
-    depth = max(1, min(TILE_ELEMENTS // width, n_steps))  # steps of one block of uniforms
-    span = max(depth, min(COUNT_TILE_ELEMENTS // width, n_steps))  # steps of one count tile
-    uniforms = reusable((depth, n_samples), role="truncated-count-uniforms")
+    span = max(1, min(COUNT_TILE_ELEMENTS // max(n_samples, 1), n_steps))
     tile = reusable((span, n_samples), dtype, role="truncated-count-tile")
-    bit_generator = generator.bit_generator
     table_args = (
         tables.low,
         tables.offsets,
@@ -94,36 +87,42 @@ def host_counts(
         tables.direct,
         tables.bases,
     )
-    for s0 in range(0, n_steps, span):  # a tile of steps, step-major, then into counts
-        s1 = min(s0 + span, n_steps)
-        flushed = s0
-        for t0 in range(s0, s1, depth):
-            t1 = min(t0 + depth, s1)
-            state = bit_generator.state
-            block = uniforms[: t1 - t0]
-            generator.random(out=block)
-            done = cpu_kernels.table_counts_major(
-                block, t0, others, *table_args, ring, barred, tile, t0 - flushed
+    state = _sfc64_words(generator)
+    for t0 in range(0, n_steps, span):  # a tile of steps, step-major, then into counts
+        t1 = min(t0 + span, n_steps)
+        t = t0
+        while t < t1:
+            t += cpu_kernels.table_counts_major(
+                state, t, t1, others, *table_args, ring, barred, tile, t - t0
             )
-            if done < t1 - t0:  # some N outside the tables: the rest of the block step by step
-                cpu_kernels.scatter_steps(tile, t0 + done - flushed, counts, flushed)
-                bit_generator.state = state
-                generator.random(out=block[:done])  # the uniforms of the steps done
+            if t < t1:  # some N outside the tables: this step through the generator
+                _set_sfc64_words(generator, state)
+                uniforms = reusable((n_samples,), role="truncated-count-uniforms")
                 cpu_kernels.table_counts_steps(
-                    generator,
-                    others,
-                    probability,
-                    *table_args,
-                    ring,
-                    barred,
-                    block[0],
-                    counts,
-                    t0 + done,
-                    t1,
-                )
-                flushed = t1
-        cpu_kernels.scatter_steps(tile, s1 - flushed, counts, flushed)
+                    generator, others, probability, *table_args, ring, barred, uniforms, counts,
+                    t, t + 1,
+                )  # fmt: skip
+                state = _sfc64_words(generator)
+                tile[t - t0] = counts[:, t]
+                t += 1
+        cpu_kernels.scatter_steps(tile, t1 - t0, counts, t0)
+    _set_sfc64_words(generator, state)
     return counts
+
+
+def _sfc64_words(generator: np.random.Generator) -> np.ndarray:
+    """The four state words of ``generator``'s SFC64 (a copy; the compiled kernels advance it)."""
+    state = generator.bit_generator.state
+    if state["bit_generator"] != "SFC64":
+        raise TypeError(f"the counts kernels draw from SFC64, not {state['bit_generator']}")
+    return np.array(state["state"]["state"], dtype=np.uint64)
+
+
+def _set_sfc64_words(generator: np.random.Generator, words: np.ndarray) -> None:
+    """Put ``words`` back as the state of ``generator``'s SFC64 (its 32-bit buffer kept)."""
+    state = generator.bit_generator.state
+    state["state"]["state"] = words.copy()
+    generator.bit_generator.state = state
 
 
 def count_dtype(others: int) -> type[np.signedinteger]:

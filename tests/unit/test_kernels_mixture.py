@@ -283,6 +283,16 @@ def test_weighted_signal_is_the_cross_gram_sum(n: int, k: int) -> None:
     np.testing.assert_array_equal(got, indexed)
 
 
+def test_compiled_sfc64_is_numpys() -> None:
+    """The counts kernel's own SFC64 draws numpy's doubles and leaves numpy's state."""
+    generator = np.random.Generator(np.random.SFC64(11))
+    state = np.array(generator.bit_generator.state["state"]["state"], dtype=np.uint64)
+    got = np.empty(1001)
+    truncated_kernels.sfc64_doubles(state, got)
+    np.testing.assert_array_equal(got, generator.random(1001))
+    np.testing.assert_array_equal(state, generator.bit_generator.state["state"]["state"])
+
+
 @pytest.mark.parametrize("warm", [False, True])
 def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     backend = numpy_backend()
@@ -295,15 +305,11 @@ def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
 
 
 @pytest.mark.parametrize("warm", [False, True])
-def test_compiled_counts_agree_across_blocks_and_tiles(
-    monkeypatch: pytest.MonkeyPatch, warm: bool
-) -> None:
-    """Small blocks of uniforms (7 steps of 300 samples) and count tiles (13 steps): the
-    step-major tiles, their transposes and a cold start's fallback inside a block give the
-    array code's counts."""
+def test_compiled_counts_agree_across_tiles(monkeypatch: pytest.MonkeyPatch, warm: bool) -> None:
+    """Small count tiles (13 steps of 300 samples): the step-major tiles, their transposes and
+    a cold start's fallback steps inside a tile give the array code's counts."""
     from minsep.schemes.truncated import fused as truncated_fused
 
-    monkeypatch.setattr(truncated_fused, "TILE_ELEMENTS", 7 * 300)
     monkeypatch.setattr(truncated_fused, "COUNT_TILE_ELEMENTS", 13 * 300)
     got = host_counts(300, 80, 0.15, 5, warm, 700, _rng(3), numpy_backend())
     want = table_counts(300, 80, 700, 0.15, 5, warm, _host_generator(_rng(3)))
