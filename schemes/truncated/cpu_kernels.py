@@ -278,10 +278,20 @@ def pattern_weights(
 
 @njit
 def _truncating_steps(counts: np.ndarray, max_batch: int, marks: np.ndarray, n: int) -> int:
-    """The steps i with ``counts[i] >= max_batch`` into ``marks`` (ascending; branch-free,
-    since they are rare and scattered); returns their number."""
+    """The steps i with ``counts[i] >= max_batch`` into ``marks`` (ascending); returns their
+    number. Groups of 8 steps are tested at once, and only a group with one (about 1 in 5 at
+    the bench's B_max) is gathered, branch-free (0.9 -> 0.6 ns per step)."""
     found = 0
-    for i in range(n):
+    top = n - n % 8
+    for i0 in range(0, top, 8):
+        hit = False
+        for i in range(i0, i0 + 8):
+            hit |= counts[i] >= max_batch
+        if hit:
+            for i in range(i0, i0 + 8):
+                marks[found] = i
+                found += counts[i] >= max_batch
+    for i in range(top, n):
         marks[found] = i
         found += counts[i] >= max_batch
     return found
