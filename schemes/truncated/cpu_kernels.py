@@ -230,9 +230,10 @@ def table_counts_major(
 
 @njit
 def scatter_steps(tile: np.ndarray, steps: int, counts: np.ndarray, t0: int) -> None:
-    """``counts[s, t0 + j] = tile[j, s]`` for ``j < steps`` (a transpose, in blocks of
-    ``SAMPLE_BLOCK`` samples by 8 steps so that the lines of both sides stay in cache)."""
-    rows = tile.shape[1]
+    """``counts[s, t0 + j] = tile[j, s]`` for ``j < steps`` and every row s of ``counts`` (a
+    transpose, in blocks of ``SAMPLE_BLOCK`` samples by 8 steps so that the lines of both sides
+    stay in cache; ``tile`` may be wider than the samples)."""
+    rows = counts.shape[0]
     for s0 in range(0, rows, SAMPLE_BLOCK):
         s1 = min(s0 + SAMPLE_BLOCK, rows)
         for j0 in range(0, steps, 8):
@@ -241,6 +242,51 @@ def scatter_steps(tile: np.ndarray, steps: int, counts: np.ndarray, t0: int) -> 
                 row = counts[s]
                 for j in range(j0, j1):
                     row[t0 + j] = tile[j, s]
+
+
+_EVEN16 = np.uint64(0x0000FFFF0000FFFF)
+_ODD16 = np.uint64(0xFFFF0000FFFF0000)
+_LOW32 = np.uint64(0x00000000FFFFFFFF)
+_HIGH32 = np.uint64(0xFFFFFFFF00000000)
+_U16 = np.uint64(16)
+_U32 = np.uint64(32)
+
+
+@njit
+def scatter_words(tile: np.ndarray, steps: int, counts: np.ndarray, t0: int) -> None:
+    """:func:`scatter_steps` for int16 counts (little-endian) with S, n, t0 and the tile's width
+    multiples of 4: 4 x 4 blocks moved as four 64-bit words, transposed by masks and shifts
+    (half the time of the element-wise copy, or less). The tile's rows should be padded (a
+    width that is not a multiple of 4096 bytes), so that its lines do not share cache sets."""
+    rows = counts.shape[0]
+    words = tile.view(np.uint64)  # words[j, g]: samples 4g .. 4g + 3 at step j
+    out = counts.view(np.uint64)  # out[s, q]: steps 4q .. 4q + 3 of sample s
+    q0 = t0 // 4
+    full = steps - steps % 4
+    for g in range(rows // 4):
+        s = 4 * g
+        o0 = out[s]
+        o1 = out[s + 1]
+        o2 = out[s + 2]
+        o3 = out[s + 3]
+        for j in range(0, full, 4):
+            w0 = words[j, g]
+            w1 = words[j + 1, g]
+            w2 = words[j + 2, g]
+            w3 = words[j + 3, g]
+            # pairs of steps per sample, then the four steps
+            u0 = (w0 & _EVEN16) | ((w1 & _EVEN16) << _U16)  # samples 0, 2 at steps j, j + 1
+            u1 = ((w0 >> _U16) & _EVEN16) | (w1 & _ODD16)  # samples 1, 3
+            u2 = (w2 & _EVEN16) | ((w3 & _EVEN16) << _U16)
+            u3 = ((w2 >> _U16) & _EVEN16) | (w3 & _ODD16)
+            q = q0 + j // 4
+            o0[q] = (u0 & _LOW32) | (u2 << _U32)
+            o1[q] = (u1 & _LOW32) | (u3 << _U32)
+            o2[q] = (u0 >> _U32) | (u2 & _HIGH32)
+            o3[q] = (u1 >> _U32) | (u3 & _HIGH32)
+    for j in range(full, steps):
+        for s in range(rows):
+            counts[s, t0 + j] = tile[j, s]
 
 
 @njit

@@ -11,6 +11,7 @@ counts (4 MiB of int16); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,9 @@ from minsep.schemes.truncated.counts import _initial_ring, count_tables
 #: Counts held step-major before they are transposed into the ``(S, n)`` counts (4 MiB of
 #: int16): the longer the tile, the fewer passes over the rows of the counts.
 COUNT_TILE_ELEMENTS = 1 << 21
+#: Padding of each tile row (int16: 64 bytes), so that the rows of a power-of-2 number of
+#: samples do not map to the same cache sets when the tile is transposed.
+TILE_PAD = 32
 
 
 def host_pattern(
@@ -78,7 +82,11 @@ def host_counts(
     counts = reusable((n_samples, n_steps), dtype, role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
     span = max(1, min(COUNT_TILE_ELEMENTS // max(n_samples, 1), n_steps))
-    tile = reusable((span, n_samples), dtype, role="truncated-count-tile")
+    words = _word_scatter(dtype, n_samples, n_steps)
+    if words:
+        span = max(4, span - span % 4)
+    tile = reusable((span, n_samples + TILE_PAD), dtype, role="truncated-count-tile")
+    scatter = cpu_kernels.scatter_words if words else cpu_kernels.scatter_steps
     table_args = (
         tables.low,
         tables.offsets,
@@ -103,11 +111,22 @@ def host_counts(
                     t, t + 1,
                 )  # fmt: skip
                 state = _sfc64_words(generator)
-                tile[t - t0] = counts[:, t]
+                tile[t - t0, :n_samples] = counts[:, t]
                 t += 1
-        cpu_kernels.scatter_steps(tile, t1 - t0, counts, t0)
+        scatter(tile, t1 - t0, counts, t0)
     _set_sfc64_words(generator, state)
     return counts
+
+
+def _word_scatter(dtype: Any, n_samples: int, n_steps: int) -> bool:
+    """Whether :func:`~.cpu_kernels.scatter_words` can transpose the tiles: int16 counts on a
+    little-endian host, S and n multiples of 4."""
+    return (
+        np.dtype(dtype) == np.dtype(np.int16)
+        and sys.byteorder == "little"
+        and n_samples % 4 == 0
+        and n_steps % 4 == 0
+    )
 
 
 def _sfc64_words(generator: np.random.Generator) -> np.ndarray:

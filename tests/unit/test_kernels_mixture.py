@@ -304,16 +304,31 @@ def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     assert abs(mean - 0.15 * available) < 0.05 * 0.15 * available
 
 
+@pytest.mark.parametrize(("samples", "steps"), [(300, 80), (301, 83)])
 @pytest.mark.parametrize("warm", [False, True])
-def test_compiled_counts_agree_across_tiles(monkeypatch: pytest.MonkeyPatch, warm: bool) -> None:
-    """Small count tiles (13 steps of 300 samples): the step-major tiles, their transposes and
-    a cold start's fallback steps inside a tile give the array code's counts."""
+def test_compiled_counts_agree_across_tiles(
+    monkeypatch: pytest.MonkeyPatch, warm: bool, samples: int, steps: int
+) -> None:
+    """Small count tiles (about 13 steps): the step-major tiles, their transposes (by words
+    for 300 x 80, element by element for 301 x 83) and a cold start's fallback steps inside a
+    tile give the array code's counts."""
     from minsep.schemes.truncated import fused as truncated_fused
 
-    monkeypatch.setattr(truncated_fused, "COUNT_TILE_ELEMENTS", 13 * 300)
-    got = host_counts(300, 80, 0.15, 5, warm, 700, _rng(3), numpy_backend())
-    want = table_counts(300, 80, 700, 0.15, 5, warm, _host_generator(_rng(3)))
+    monkeypatch.setattr(truncated_fused, "COUNT_TILE_ELEMENTS", 13 * samples)
+    got = host_counts(samples, steps, 0.15, 5, warm, 700, _rng(3), numpy_backend())
+    want = table_counts(samples, steps, 700, 0.15, 5, warm, _host_generator(_rng(3)))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("steps", [12, 15, 3])
+def test_word_transpose_is_the_element_transpose(steps: int) -> None:
+    tile = np.random.default_rng(6).integers(-(2**15), 2**15, size=(16, 24 + 8), dtype=np.int16)
+    want = np.zeros((24, 40), dtype=np.int16)
+    got = want.copy()
+    truncated_kernels.scatter_steps(tile, steps, want, 8)
+    truncated_kernels.scatter_words(tile, steps, got, 8)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[:, 8 : 8 + steps], tile[:steps, :24].T)
 
 
 def _host_generator(rng: Any) -> np.random.Generator:
