@@ -46,8 +46,8 @@ from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 from minsep.schemes.truncated.counts import SCAN, SPLIT
 
-#: Samples a tile of counts runs together over its steps (their rows of counts, uniforms and
-#: window sums stay in cache).
+#: Samples :func:`scatter_steps` moves together, 8 steps at a time (their rows of counts stay
+#: in cache).
 SAMPLE_BLOCK = 64
 
 
