@@ -26,11 +26,12 @@ def add_weighted_signal(
 ) -> None:
     """``x[i] += scale * sum_t weights[t] <c_i, C e_{steps[t]}>`` (steps ascending, ``>= n``
     once done), through the cross-Gram ``table`` of
-    :func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (O(k) per participation; a
-    contiguous, vectorised row of it for the blocks the horizon does not cut)."""
+    :func:`~minsep.schemes.b_min_sep.cpu_kernels.signal_table` (O(k) per participation). A
+    participation whose blocks the horizon does not cut reads one row of the table
+    (contiguous, vectorised); the others index it per step."""
     n = x.shape[0]
     k = table.shape[0]
-    full = table[k - 1]  # blocks not cut by the horizon
+    full = table[k - 1]
     for t in range(steps.shape[0]):
         j = steps[t]
         if j >= n:
@@ -39,7 +40,7 @@ def add_weighted_signal(
         if w == 0.0:
             continue
         lo = max(0, j - k + 1)
-        if j + k <= n - k + 1:  # every i < j + k has n - 1 - i >= k - 1: one contiguous row
+        if j + k <= n - k + 1:  # every i < j + k has n - 1 - i >= k - 1: the row k - 1
             seg = x[lo : j + k]
             src = full[lo - j + k - 1 :]
             for i in range(j + k - lo):

@@ -5,12 +5,13 @@ in one compiled call (:mod:`.cpu_kernels`).
 
 Memory: the transcript holds the noise correlations and the counts (``10 n`` bytes per sample
 with int16 counts, |D| <= 2^15; ``12 n`` with int32) and the sampled steps with x there
-(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB) and one tile of the counts'
-uniforms (2 MiB); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
+(``12 ceil(n / b)``); drawing adds one block of uniforms (256 KiB) and one step-major tile of
+counts (4 MiB of int16); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,12 @@ from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
 from minsep.schemes.truncated.counts import _initial_ring, count_tables
 
-#: Uniforms of counts drawn at once (a tile of steps over every sample; 2 MiB).
-TILE_ELEMENTS = 1 << 18
+#: Counts held step-major before they are transposed into the ``(S, n)`` counts (4 MiB of
+#: int16): the longer the tile, the fewer passes over the rows of the counts.
+COUNT_TILE_ELEMENTS = 1 << 21
+#: Padding of each tile row (int16: 64 bytes), so that the rows of a power-of-2 number of
+#: samples do not map to the same cache sets when the tile is transposed.
+TILE_PAD = 32
 
 
 def host_pattern(
@@ -73,52 +78,70 @@ def host_counts(
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
     ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
-    counts = reusable((n_samples, n_steps), count_dtype(others), role="truncated-counts")
+    dtype = count_dtype(others)
+    counts = reusable((n_samples, n_steps), dtype, role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
-    depth = max(1, min(TILE_ELEMENTS // max(n_samples, 1), n_steps))
-    tile = reusable((depth, n_samples), role="truncated-count-uniforms")
-    next_barred = np.empty_like(barred)
-    bit_generator = generator.bit_generator
-    for t0 in range(0, n_steps, depth):
-        t1 = min(t0 + depth, n_steps)
-        state = bit_generator.state
-        block = tile[: t1 - t0]
-        generator.random(out=block)
-        done = cpu_kernels.table_counts_tile(
-            block,
-            t0,
-            others,
-            tables.low,
-            tables.offsets,
-            tables.thresholds,
-            tables.guides,
-            tables.direct,
-            tables.bases,
-            ring,
-            barred,
-            next_barred,
-            counts,
-        )
-        if not done:  # some N outside the tables: redraw the tile with its fallback draws
-            bit_generator.state = state
-            cpu_kernels.table_counts_steps(
-                generator,
-                others,
-                probability,
-                tables.low,
-                tables.offsets,
-                tables.thresholds,
-                tables.guides,
-                tables.direct,
-                tables.bases,
-                ring,
-                barred,
-                tile[0],
-                counts,
-                t0,
-                t1,
+    span = max(1, min(COUNT_TILE_ELEMENTS // max(n_samples, 1), n_steps))
+    words = _word_scatter(dtype, n_samples, n_steps)
+    if words:
+        span = max(4, span - span % 4)
+    tile = reusable((span, n_samples + TILE_PAD), dtype, role="truncated-count-tile")
+    scatter = cpu_kernels.scatter_words if words else cpu_kernels.scatter_steps
+    table_args = (
+        tables.low,
+        tables.offsets,
+        tables.thresholds,
+        tables.guides,
+        tables.direct,
+        tables.bases,
+    )
+    state = _sfc64_words(generator)
+    for t0 in range(0, n_steps, span):  # a tile of steps, step-major, then into counts
+        t1 = min(t0 + span, n_steps)
+        t = t0
+        while t < t1:
+            t += cpu_kernels.table_counts_major(
+                state, t, t1, others, *table_args, ring, barred, tile, t - t0
             )
+            if t < t1:  # some N outside the tables: this step through the generator
+                _set_sfc64_words(generator, state)
+                uniforms = reusable((n_samples,), role="truncated-count-uniforms")
+                cpu_kernels.table_counts_steps(
+                    generator, others, probability, *table_args, ring, barred, uniforms, counts,
+                    t, t + 1,
+                )  # fmt: skip
+                state = _sfc64_words(generator)
+                tile[t - t0, :n_samples] = counts[:, t]
+                t += 1
+        scatter(tile, t1 - t0, counts, t0)
+    _set_sfc64_words(generator, state)
     return counts
+
+
+def _word_scatter(dtype: Any, n_samples: int, n_steps: int) -> bool:
+    """Whether :func:`~.cpu_kernels.scatter_words` can transpose the tiles: int16 counts on a
+    little-endian host, S and n multiples of 4."""
+    return (
+        np.dtype(dtype) == np.dtype(np.int16)
+        and sys.byteorder == "little"
+        and n_samples % 4 == 0
+        and n_steps % 4 == 0
+    )
+
+
+def _sfc64_words(generator: np.random.Generator) -> np.ndarray:
+    """The four state words of ``generator``'s SFC64 (a copy; the compiled kernels advance it)."""
+    state = generator.bit_generator.state
+    if state["bit_generator"] != "SFC64":
+        raise TypeError(f"the counts kernels draw from SFC64, not {state['bit_generator']}")
+    return np.array(state["state"]["state"], dtype=np.uint64)
+
+
+def _set_sfc64_words(generator: np.random.Generator, words: np.ndarray) -> None:
+    """Put ``words`` back as the state of ``generator``'s SFC64 (its 32-bit buffer kept)."""
+    state = generator.bit_generator.state
+    state["state"]["state"] = words.copy()
+    generator.bit_generator.state = state
 
 
 def count_dtype(others: int) -> type[np.signedinteger]:

@@ -23,6 +23,7 @@ from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels import fused as kernel_fused
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
 from minsep.schemes.losses import MultiAttributionLossModel, TruncatedBMinSepLossModel
 from minsep.schemes.multi_attribution import cpu_kernels as multi_kernels
 from minsep.schemes.multi_attribution.fused import _terms, direct_coefficients
@@ -299,6 +300,45 @@ def test_count_tables_are_the_binomial_inverse_cdf(others: int, p: float, b: int
         assert np.all(starts[scanned] <= exact[scanned])  # a scan never starts past the answer
 
 
+@pytest.mark.parametrize(("n", "k"), [(20, 4), (7, 4), (30, 1)])
+def test_weighted_signal_is_the_cross_gram_sum(n: int, k: int) -> None:
+    """The sparse signal (interior participations read the table's last row) against
+    ``sum_t w_t <c_i, C e_{j_t}>`` from a dense C, and bit for bit against the per-step
+    indexing of the table."""
+    rng = np.random.default_rng(4)
+    c = rng.random(k)
+    steps = np.array([0, 2, n // 2, n - 3, n - 1, n, n], dtype=np.int32)
+    steps = np.sort(np.clip(steps, 0, n))
+    weights = np.array([2.0, -1.0, 1.0, 0.0, 2.0, 5.0, 5.0])
+    table = signal_table(tuple(c), n)
+    got = rng.random(n)
+    start = got.copy()
+    add_weighted_signal(got, steps, weights, table, 0.5)
+    dense = np.zeros((n, n))  # C: row t holds c_{t - j} at column j
+    for j in range(n):
+        dense[j : j + k, j] = c[: n - j]
+    gram = dense.T @ dense
+    x = np.zeros(n)
+    x[steps[steps < n]] += weights[steps < n]
+    np.testing.assert_allclose(got, start + 0.5 * gram @ x, rtol=1e-12, atol=1e-12)
+    indexed = start.copy()
+    for j, w in zip(steps, weights, strict=True):
+        if j < n and w != 0.0:
+            for i in range(max(0, j - k + 1), min(n, j + k)):
+                indexed[i] += 0.5 * w * table[min(k - 1, n - 1 - i), i - j + k - 1]
+    np.testing.assert_array_equal(got, indexed)
+
+
+def test_compiled_sfc64_is_numpys() -> None:
+    """The counts kernel's own SFC64 draws numpy's doubles and leaves numpy's state."""
+    generator = np.random.Generator(np.random.SFC64(11))
+    state = np.array(generator.bit_generator.state["state"]["state"], dtype=np.uint64)
+    got = np.empty(1001)
+    truncated_kernels.sfc64_doubles(state, got)
+    np.testing.assert_array_equal(got, generator.random(1001))
+    np.testing.assert_array_equal(state, generator.bit_generator.state["state"]["state"])
+
+
 @pytest.mark.parametrize("warm", [False, True])
 def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     backend = numpy_backend()
@@ -308,6 +348,33 @@ def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     mean = got[:, 40:].mean()  # near stationarity: p times the available share
     available = 700 * (1 - 4 * 0.15 / (1 + 4 * 0.15))
     assert abs(mean - 0.15 * available) < 0.05 * 0.15 * available
+
+
+@pytest.mark.parametrize(("samples", "steps"), [(300, 80), (301, 83)])
+@pytest.mark.parametrize("warm", [False, True])
+def test_compiled_counts_agree_across_tiles(
+    monkeypatch: pytest.MonkeyPatch, warm: bool, samples: int, steps: int
+) -> None:
+    """Small count tiles (about 13 steps): the step-major tiles, their transposes (by words
+    for 300 x 80, element by element for 301 x 83) and a cold start's fallback steps inside a
+    tile give the array code's counts."""
+    from minsep.schemes.truncated import fused as truncated_fused
+
+    monkeypatch.setattr(truncated_fused, "COUNT_TILE_ELEMENTS", 13 * samples)
+    got = host_counts(samples, steps, 0.15, 5, warm, 700, _rng(3), numpy_backend())
+    want = table_counts(samples, steps, 700, 0.15, 5, warm, _host_generator(_rng(3)))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("steps", [12, 15, 3])
+def test_word_transpose_is_the_element_transpose(steps: int) -> None:
+    tile = np.random.default_rng(6).integers(-(2**15), 2**15, size=(16, 24 + 8), dtype=np.int16)
+    want = np.zeros((24, 40), dtype=np.int16)
+    got = want.copy()
+    truncated_kernels.scatter_steps(tile, steps, want, 8)
+    truncated_kernels.scatter_words(tile, steps, got, 8)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[:, 8 : 8 + steps], tile[:steps, :24].T)
 
 
 def _host_generator(rng: Any) -> np.random.Generator:
