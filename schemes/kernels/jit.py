@@ -135,7 +135,7 @@ def refresh_cache(compiled: Any, fn: Callable[..., Any]) -> None:
     :func:`kernel_fingerprint` it was made under; when the sources differ, the index is flushed
     and numba compiles afresh on first call. A cache folder that cannot be written is left
     alone (numba then caches elsewhere or not at all)."""
-    cache = getattr(compiled, "_cache", None)
+    cache: Any = getattr(compiled, "_cache", None)
     try:
         folder = Path(cache.cache_path)
         stamp = folder / f"{fn.__module__}.{fn.__qualname__}.minsep-sources"

@@ -130,7 +130,8 @@ def test_exp_row_is_within_two_ulp_of_the_exact_exponential() -> None:
     out, bits = np.empty_like(x), np.empty(x.size, dtype=np.int64)
     cpu_kernels.exp_row(x, out, bits, x.size)
     worst = max(
-        abs(mpmath.mpf(float(v)) / mpmath.exp(mpmath.mpf(float(a))) - 1) for a, v in zip(x, out)
+        abs(mpmath.mpf(float(v)) / mpmath.exp(mpmath.mpf(float(a))) - 1)
+        for a, v in zip(x, out, strict=True)
     )
     assert worst <= 2 * 2.0**-53, float(worst)
 
