@@ -704,18 +704,10 @@ def _cache_key(
     return question_key(question, scheme, strategy, dict(numbers or {}), accountant)
 
 
-def _cache_holds(
-    args: argparse.Namespace,
-    question: str | None,
-    numbers: dict[str, float] | None,
-    accountant: Accountant,
-    scheme: SamplingScheme,
-    strategy: Strategy,
-) -> bool:
-    """True when the answer cache holds an answer of the question (it will answer)."""
+def _cache_holds(key: str | None) -> bool:
+    """True when the answer cache holds an answer under ``key`` (it will answer)."""
     from minsep.framework.montecarlo.cache import AnswerCache
 
-    key = _cache_key(args, question, numbers, accountant, scheme, strategy)
     return key is not None and AnswerCache().path(key).exists()
 
 
@@ -731,20 +723,17 @@ def _start_workers(
 
 
 def _cached(
-    args: argparse.Namespace,
-    question: str | None,
-    numbers: dict[str, float] | None,
+    key: str | None,
     accountant: Accountant,
     scheme: SamplingScheme,
     strategy: Strategy,
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
 ) -> tuple[R, str | None]:
-    """The answer of a seeded question from the answer cache (with the line saying so), else
-    computed and stored; ``--no-cache``, ``--checkpoint`` (resumed by its own rules) or no
-    ``question`` computes without the cache."""
+    """The answer under the cache ``key`` (with the line saying so), else computed and stored;
+    no key (``--no-cache``, ``--checkpoint``: resumed by its own rules, or no question)
+    computes without the cache."""
     from minsep.framework.montecarlo.cache import AnswerCache, describe_hit
 
-    key = _cache_key(args, question, numbers, accountant, scheme, strategy)
     if key is None:
         return ask(accountant, scheme, strategy), None
     result, when = AnswerCache().answer(
@@ -790,11 +779,13 @@ def answer(
     accountant, chosen = choose_accountant(args, scheme, strategy)
     notes = [] if chosen is None else [chosen]
     early = None
+    key = None  # no question: no answer cache
     if question is not None:
         accountant, stated = choose_samples(
             args, accountant, scheme, strategy, question, dict(numbers or {})
         )
-        if not _cache_holds(args, question, numbers, accountant, scheme, strategy):
+        key = _cache_key(args, question, numbers, accountant, scheme, strategy)
+        if not _cache_holds(key):
             _start_workers(accountant, scheme, strategy, numbers)
         early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
         if early is not None and not quiet(args):
@@ -803,7 +794,7 @@ def answer(
             notes.append(f"{stated}.")
             if not quiet(args):
                 print(f"minsep: plan: {stated}", file=sys.stderr, flush=True)
-    result, cached = _cached(args, question, numbers, accountant, scheme, strategy, ask)
+    result, cached = _cached(key, accountant, scheme, strategy, ask)
     if cached is not None:
         notes.append(f"{cached}.")
         if not quiet(args):
