@@ -18,7 +18,7 @@ from minsep.framework.backend import RandomSource
 from minsep.schemes.b_min_sep import cpu_kernels
 from minsep.schemes.kernels.blocks import effective_coefficients, tail_norms
 from minsep.schemes.kernels.buffers import reusable
-from minsep.schemes.kernels.fused import block_rows, noise_blocks, noise_plan, normal_blocks
+from minsep.schemes.kernels.fused import block_rows, drawn_blocks, noise_blocks, noise_plan
 
 
 @functools.lru_cache(maxsize=64)
@@ -81,7 +81,7 @@ def host_losses(
     taps = effective_coefficients(coefficients, n_steps)
     plan = noise_plan(n_steps, int(taps.size))
     if plan.method == "direct":
-        blocks = normal_blocks(n_samples, n_steps, block_rows(plan), rng)
+        blocks = drawn_blocks("standard_normal", n_samples, n_steps, block_rows(plan), rng)
     else:
         blocks = noise_blocks(n_samples, n_steps, coefficients, rng)
         taps = _NO_TAPS

@@ -95,7 +95,7 @@ def noise_blocks(
     c = effective_coefficients(coefficients, n_steps)
     method = noise_plan(n_steps, int(c.size))
     block = None
-    for start, z in normal_blocks(n_samples, n_steps, block_rows(method), rng):
+    for start, z in drawn_blocks("standard_normal", n_samples, n_steps, block_rows(method), rng):
         if out is not None:
             target = out[start : start + z.shape[0]]
         else:
@@ -118,23 +118,24 @@ def block_rows(method: correlation.Plan) -> int:
     return _block_rows(method.n_steps)
 
 
-def normal_blocks(
-    n_samples: int, n_steps: int, rows: int, rng: RandomSource
+def drawn_blocks(
+    draw: str, n_samples: int, n_steps: int, rows: int, rng: RandomSource
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """``rng.standard_normal((n_samples, n_steps))`` in blocks of ``rows`` rows, as ``(first
-    row, block)`` pairs: the same numbers in the same order, drawn into one reused buffer when
-    ``rng`` exposes its Generator (each block then valid until the next is asked for)."""
+    """``rng.<draw>((n_samples, n_steps))`` (``draw``: ``"standard_normal"`` or ``"random"``) in
+    blocks of ``rows`` rows, as ``(first row, block)`` pairs: the same numbers in the same order
+    (numpy fills row-major), drawn into one reused buffer when ``rng`` exposes its Generator
+    (each block then valid until the next is asked for)."""
     rows = min(rows, max(1, n_samples))
     generator = generator_of(rng)
-    buffer = reusable((rows, n_steps), role="normals")
+    buffer = reusable((rows, n_steps), role=draw)
     for start in range(0, n_samples, rows):
         size = min(rows, n_samples - start)
         if generator is not None:
-            z = buffer[:size]
-            generator.standard_normal(out=z)
+            block = buffer[:size]
+            getattr(generator, draw)(out=block)
         else:
-            z = np.asarray(rng.standard_normal((size, n_steps)), dtype=np.float64)
-        yield start, z
+            block = np.asarray(getattr(rng, draw)((size, n_steps)), dtype=np.float64)
+        yield start, block
 
 
 def correlated_noise(

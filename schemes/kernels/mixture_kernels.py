@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from minsep.framework.backend import RandomSource
-from minsep.schemes.kernels.fused import BLOCK_ELEMENTS, generator_of
+from minsep.schemes.kernels.fused import BLOCK_ELEMENTS, drawn_blocks
 from minsep.schemes.kernels.jit import njit
 
 
@@ -53,20 +53,11 @@ def add_weighted_signal(
 def uniform_blocks(
     n_samples: int, n_steps: int, rng: RandomSource
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first row, block)`` over the rows of ``rng.random((n_samples, n_steps))``, drawn in
-    blocks of about :data:`~minsep.schemes.kernels.fused.BLOCK_ELEMENTS` into a reused buffer
-    (the same numbers in the same order: numpy fills row-major)."""
-    rows = max(1, min(BLOCK_ELEMENTS // max(n_steps, 1), n_samples))
-    generator = generator_of(rng)
-    buffer = np.empty((rows, n_steps))
-    for start in range(0, n_samples, rows):
-        size = min(rows, n_samples - start)
-        if generator is not None:
-            block = buffer[:size]
-            generator.random(out=block)
-        else:
-            block = np.asarray(rng.random((size, n_steps)), dtype=np.float64)
-        yield start, block
+    """``(first row, block)`` over the rows of ``rng.random((n_samples, n_steps))`` in blocks of
+    about :data:`~minsep.schemes.kernels.fused.BLOCK_ELEMENTS`
+    (:func:`~minsep.schemes.kernels.fused.drawn_blocks`)."""
+    rows = max(1, BLOCK_ELEMENTS // max(n_steps, 1))
+    return drawn_blocks("random", n_samples, n_steps, rows, rng)
 
 
 def host_array(values: Any, dtype: Any) -> np.ndarray:
