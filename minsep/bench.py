@@ -22,6 +22,11 @@ size is listed as skipped, with the reason). Per model:
 * ``share_of_b_min_sep``: the fresh rate per CPU-second over b-min-sep's, measured in the same
   run.
 
+``normals`` (per case): numpy's ``standard_normal`` and the compiled SFC64 kernel the models
+draw their normals with (:mod:`minsep.schemes.kernels.sfc64`: the same numbers, about 3x
+faster), alternated, per second and per CPU-second. The shares above stay relative to numpy's
+rate, the fixed yardstick; a model can therefore run faster than numpy draws its normals.
+
 ``engine``: the Monte Carlo engine (``minsep.framework.montecarlo.sample``) on warm b-min-sep,
 on 1 process and on a ``ProcessExecutor`` of ``--workers`` processes, and the scaling between
 them.
@@ -223,12 +228,17 @@ def _timed(fn: Callable[[], Any], backend: Backend) -> tuple[float, float, Any]:
     return time.perf_counter() - start, time.process_time() - cpu, result
 
 
-def _normals(elements: int, backend: Backend, seed: int) -> Callable[[], Any]:
-    """Draw ``elements`` standard normals: into a reused 2^16 buffer on the host, one array on
-    a GPU."""
+def _normals(
+    elements: int, backend: Backend, seed: int, compiled: bool = False
+) -> Callable[[], Any]:
+    """Draw ``elements`` standard normals: into a reused 2^16 buffer on the host (by numpy's
+    ``standard_normal``, or with ``compiled`` by the SFC64 kernel the models draw with:
+    :func:`minsep.schemes.kernels.sfc64.fill`, the same numbers), one array on a GPU."""
     if backend.name == "cupy":  # pragma: no cover - needs a GPU
         source = backend.rng(np.random.SeedSequence(seed))
         return lambda: source.standard_normal((elements,))
+    from minsep.schemes.kernels import sfc64
+
     generator = np.random.Generator(np.random.SFC64(seed))
     buffer = np.empty(1 << 16)
 
@@ -236,10 +246,35 @@ def _normals(elements: int, backend: Backend, seed: int) -> Callable[[], Any]:
         left = elements
         while left > 0:
             size = min(left, buffer.size)
-            generator.standard_normal(out=buffer[:size])
+            if compiled:
+                sfc64.fill(generator, "standard_normal", buffer[:size])
+            else:
+                generator.standard_normal(out=buffer[:size])
             left -= size
 
     return draw
+
+
+def measure_normals(case: Case, backend: Backend, repeats: int) -> dict[str, Figure]:
+    """Normals per second (wall, and per CPU-second) of numpy's ``standard_normal`` and of the
+    compiled SFC64 kernel, alternated, ``case.samples * n`` per repetition."""
+    work = float(case.samples * case.n_steps)
+    seconds: dict[str, list[float]] = {"numpy": [], "compiled": []}
+    spent: dict[str, list[float]] = {"numpy": [], "compiled": []}
+    draws = {
+        "numpy": _normals(case.samples * case.n_steps, backend, seed=98),
+        "compiled": _normals(case.samples * case.n_steps, backend, seed=98, compiled=True),
+    }
+    draws["compiled"]()  # compiles or loads the kernel
+    for _ in range(repeats):
+        for key, draw in draws.items():
+            wall, cpu, _ = _timed(draw, backend)
+            seconds[key].append(wall)
+            spent[key].append(cpu)
+    return {
+        **{key: Figure.of(work, values) for key, values in seconds.items()},
+        **{f"{key}_cpu": Figure.of(work, values) for key, values in spent.items()},
+    }
 
 
 @attrs.frozen
@@ -334,8 +369,10 @@ def measure_case(
             row["log_ratio_share_of_b_min_sep"] = (
                 row["log_ratio_cpu"].median / reference["log_ratio_cpu"].median
             )
+    normals = measure_normals(case, backend, repeats) if backend.name != "cupy" else {}
     return {"case": case.name, "n_steps": case.n_steps, "bands": case.bands,
-            "samples": case.samples, "models": rows, "skipped": skipped}  # fmt: skip
+            "samples": case.samples, "models": rows, "skipped": skipped,
+            "normals": normals}  # fmt: skip
 
 
 def measure_engine(
@@ -463,6 +500,13 @@ def report(case_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -
             )
         for label, reason in case["skipped"].items():
             lines.append(f"  {label:<28} skipped: {reason}")
+        normals = case.get("normals")
+        if normals:
+            numpy_rate, compiled = normals["numpy_cpu"].median, normals["compiled_cpu"].median
+            lines.append(
+                f"  normals per CPU-second: numpy {numpy_rate:.3g}, compiled SFC64 (what the "
+                f"models draw with, same numbers) {compiled:.3g} = {compiled / numpy_rate:.2f}x"
+            )
     for row in engine_rows:
         lines.append(f"\n[{row['case']}]  engine, warm b-min-sep, REMOVE only")
         lines.append(f"  1 process          {_rate(row['local'])}")

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from minsep.framework.backend import RandomSource
-from minsep.schemes.kernels import correlation
+from minsep.schemes.kernels import correlation, sfc64
 from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
 from minsep.schemes.kernels.buffers import reusable
 
@@ -124,7 +124,8 @@ def drawn_blocks(
     """``rng.<draw>((n_samples, n_steps))`` (``draw``: ``"standard_normal"`` or ``"random"``) in
     blocks of ``rows`` rows, as ``(first row, block)`` pairs: the same numbers in the same order
     (numpy fills row-major), drawn into one reused buffer when ``rng`` exposes its Generator
-    (each block then valid until the next is asked for)."""
+    (each block then valid until the next is asked for), by the compiled SFC64 kernels of
+    :mod:`.sfc64` where they reproduce the generator (about 3x faster normals)."""
     rows = min(rows, max(1, n_samples))
     generator = generator_of(rng)
     buffer = reusable((rows, n_steps), role=draw)
@@ -132,7 +133,7 @@ def drawn_blocks(
         size = min(rows, n_samples - start)
         if generator is not None:
             block = buffer[:size]
-            getattr(generator, draw)(out=block)
+            sfc64.fill(generator, draw, block)
         else:
             block = np.asarray(getattr(rng, draw)((size, n_steps)), dtype=np.float64)
         yield start, block

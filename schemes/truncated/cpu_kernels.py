@@ -5,7 +5,8 @@ Draws, from the same streams as the array code:
 * :func:`table_counts_major`: the public counts r, step by step over all samples (step-major,
   into a tile that :func:`scatter_steps` transposes into the ``(S, n)`` counts), by the
   inverse-CDF tables of :mod:`.counts`, its uniforms drawn in the kernel by numpy's SFC64
-  algorithm (:func:`sfc64_doubles`: the generator's own stream, without a call per number);
+  algorithm (as :func:`minsep.schemes.kernels.sfc64.sfc64_doubles`: the generator's own
+  stream, without a call per number);
   :func:`table_counts_steps` draws a step through numba's ``Generator`` where some N lies
   outside the tables (the order of the array code's per-step calls);
 * :func:`pattern_weights`: x (or x') at the sampled steps (of
@@ -44,6 +45,7 @@ from minsep.schemes.b_min_sep.cpu_kernels import (
 from minsep.schemes.kernels.cpu_kernels import logaddexp
 from minsep.schemes.kernels.jit import njit
 from minsep.schemes.kernels.mixture_kernels import add_weighted_signal
+from minsep.schemes.kernels.sfc64 import sfc64_next
 from minsep.schemes.truncated.counts import SCAN, SPLIT
 
 #: Samples :func:`scatter_steps` moves together, 8 steps at a time (their rows of counts stay
@@ -132,26 +134,7 @@ def _lookup(
 
 
 _U11 = np.uint64(11)
-_U3 = np.uint64(3)
-_U24 = np.uint64(24)
-_U40 = np.uint64(40)
-_U1 = np.uint64(1)
 _TWO_M53 = 1.0 / 9007199254740992.0
-
-
-@njit
-def sfc64_doubles(state: np.ndarray, out: np.ndarray) -> None:
-    """``out[:] = `` the next doubles of numpy's SFC64 with ``state`` (its four words, advanced
-    in place): the same numbers as ``Generator(SFC64).random``."""
-    a, b, c, w = state[0], state[1], state[2], state[3]
-    for i in range(out.shape[0]):
-        word = a + b + w
-        w += _U1
-        a = b ^ (b >> _U11)
-        b = c + (c << _U3)
-        c = ((c << _U24) | (c >> _U40)) + word
-        out[i] = float(word >> _U11) * _TWO_M53
-    state[0], state[1], state[2], state[3] = a, b, c, w
 
 
 @njit
@@ -199,11 +182,7 @@ def table_counts_major(
         out = tile[row0 + t - t0]
         leaving = ring[t % ring_size] if ring_size else barred
         for s in range(rows):
-            word = a + b + w  # sfc64_next, then next_double
-            w += _U1
-            a = b ^ (b >> _U11)
-            b = c + (c << _U3)
-            c = ((c << _U24) | (c >> _U40)) + word
+            word, a, b, c, w = sfc64_next(a, b, c, w)  # then next_double
             value = float(word >> _U11) * _TWO_M53
             # the body of _lookup, inlined (a call pays for its arrays' reference counts)
             k = others - barred[s] - low

@@ -12,14 +12,19 @@ counts (4 MiB of int16); evaluating adds ``8 (22 n + 5 b)`` bytes of row buffers
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.interfaces import Direction
 from minsep.schemes.b_min_sep.fused import signal_table
+from minsep.schemes.kernels import sfc64
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.buffers import reusable
+from minsep.schemes.kernels.fused import noise_blocks
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
 from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
@@ -104,7 +109,7 @@ def host_counts(
                 state, t, t1, others, *table_args, ring, barred, tile, t - t0
             )
             if t < t1:  # some N outside the tables: this step through the generator
-                _set_sfc64_words(generator, state)
+                sfc64.set_state_words(generator, state)
                 uniforms = reusable((n_samples,), role="truncated-count-uniforms")
                 cpu_kernels.table_counts_steps(
                     generator, others, probability, *table_args, ring, barred, uniforms, counts,
@@ -114,7 +119,7 @@ def host_counts(
                 tile[t - t0, :n_samples] = counts[:, t]
                 t += 1
         scatter(tile, t1 - t0, counts, t0)
-    _set_sfc64_words(generator, state)
+    sfc64.set_state_words(generator, state)
     return counts
 
 
@@ -131,17 +136,11 @@ def _word_scatter(dtype: Any, n_samples: int, n_steps: int) -> bool:
 
 def _sfc64_words(generator: np.random.Generator) -> np.ndarray:
     """The four state words of ``generator``'s SFC64 (a copy; the compiled kernels advance it)."""
-    state = generator.bit_generator.state
-    if state["bit_generator"] != "SFC64":
-        raise TypeError(f"the counts kernels draw from SFC64, not {state['bit_generator']}")
-    return np.array(state["state"]["state"], dtype=np.uint64)
-
-
-def _set_sfc64_words(generator: np.random.Generator, words: np.ndarray) -> None:
-    """Put ``words`` back as the state of ``generator``'s SFC64 (its 32-bit buffer kept)."""
-    state = generator.bit_generator.state
-    state["state"]["state"] = words.copy()
-    generator.bit_generator.state = state
+    words = sfc64.state_words(generator)
+    if words is None:
+        name = type(generator.bit_generator).__name__
+        raise TypeError(f"the counts kernels draw from SFC64, not {name}")
+    return words
 
 
 def count_dtype(others: int) -> type[np.signedinteger]:
@@ -185,23 +184,107 @@ def host_truncated(
     else:
         steps_arr = host_array(steps, np.int32)
         weights_arr = host_array(weights, np.float64)
-    inv_s2 = 1.0 / (sigma * sigma)
-    half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n)
     out = np.empty(n_samples)
-    if n_samples:
+    evaluation = Evaluation.of(coefficients, n, sigma, value_scale, probability, min_sep,
+                               warm_start, max_batch_size)  # fmt: skip
+    evaluation.run(values, steps_arr, weights_arr, _host_counts(counts), out)
+    return out
+
+
+def host_losses(
+    n_samples: int,
+    direction: Direction,
+    coefficients: tuple[float, ...],
+    n_steps: int,
+    probability: float,
+    min_sep: int,
+    warm_start: bool,
+    dataset_size: int,
+    max_batch_size: int,
+    rng: RandomSource,
+    backend: Backend,
+    sigmas: Sequence[float],
+) -> list[np.ndarray]:
+    """``sign * ln P(y|r)/Q(y|r)`` at every sigma, each block of noise evaluated right after it
+    is correlated: the values of :func:`host_truncated` on the transcript of
+    :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.draw` (the pattern and
+    counts first, then :func:`~minsep.schemes.kernels.fused.noise_blocks`: the same stream, bit
+    for bit), without writing and reading back the ``8 n`` bytes per sample of noise."""
+    steps, weights, counts = host_pattern(
+        n_samples, n_steps, probability, min_sep, warm_start, dataset_size, max_batch_size,
+        direction is Direction.REMOVE, rng, backend,
+    )  # fmt: skip
+    counts = _host_counts(counts)
+    outs = [np.empty(n_samples) for _ in sigmas]
+    settings = (probability, min_sep, warm_start, max_batch_size)
+    evaluations = [
+        Evaluation.of(coefficients, n_steps, sigma, 1.0 / sigma, *settings) for sigma in sigmas
+    ]
+    for start, block in noise_blocks(n_samples, n_steps, coefficients, rng):
+        rows = slice(start, start + block.shape[0])
+        for out, evaluation in zip(outs, evaluations, strict=True):
+            evaluation.run(block, steps[rows], weights[rows], counts[rows], out[rows])
+    for out in outs:
+        np.multiply(out, direction.sign, out=out)  # as Direction.sign * ln P/Q
+    return outs
+
+
+@attrs.frozen(eq=False)
+class Evaluation:
+    """The per-sigma inputs of :func:`~minsep.schemes.truncated.cpu_kernels.truncated_rows`,
+    made once per sigma (not per block of a draw)."""
+
+    table: np.ndarray
+    half_norms: np.ndarray
+    value_scale: float
+    inv_s2: float
+    probability: float
+    min_sep: int
+    warm_start: bool
+    max_batch_size: int
+
+    @classmethod
+    def of(
+        cls,
+        coefficients: tuple[float, ...],
+        n_steps: int,
+        sigma: float,
+        value_scale: float,
+        probability: float,
+        min_sep: int,
+        warm_start: bool,
+        max_batch_size: int,
+    ) -> Evaluation:
+        inv_s2 = 1.0 / (sigma * sigma)
+        half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n_steps)
+        return cls(signal_table(coefficients, n_steps), half_norms, float(value_scale), inv_s2,
+                   float(probability), int(min_sep), bool(warm_start),
+                   int(max_batch_size))  # fmt: skip
+
+    def run(
+        self,
+        values: np.ndarray,
+        steps: np.ndarray,
+        weights: np.ndarray,
+        counts: np.ndarray,
+        out: np.ndarray,
+    ) -> None:
+        """``ln P(y|r)/Q(y|r)`` of the rows of ``values`` into ``out`` (C-contiguous host
+        arrays: float64 values and weights, int32 steps, the counts' integer type)."""
+        if not values.shape[0]:
+            return
         cpu_kernels.truncated_rows(
             values,
-            steps_arr,
-            weights_arr,
-            _host_counts(counts),
-            signal_table(coefficients, n),
-            half_norms,
-            float(value_scale),
-            inv_s2,
-            float(probability),
-            int(min_sep),
-            bool(warm_start),
-            int(max_batch_size),
+            steps,
+            weights,
+            counts,
+            self.table,
+            self.half_norms,
+            self.value_scale,
+            self.inv_s2,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            self.max_batch_size,
             out,
         )
-    return out

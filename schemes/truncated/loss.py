@@ -24,7 +24,7 @@ warm-start average being applied to P/R and Q/R separately before the ratio (App
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -50,7 +50,7 @@ from minsep.schemes.kernels.sampling import chain_steps, host_generator, steps_t
 from minsep.schemes.kernels.transcript import TruncatedTranscript
 from minsep.schemes.truncated import gpu_kernels
 from minsep.schemes.truncated.counts import table_counts
-from minsep.schemes.truncated.fused import host_pattern, host_truncated
+from minsep.schemes.truncated.fused import host_losses, host_pattern, host_truncated
 
 
 def survival_probability(counts: Any, max_batch_size: int, xp: Any) -> Any:
@@ -258,6 +258,34 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             step_weights=weights,
             coefficients=self.coefficients,
             kernels=kernels,
+        )
+
+    def privacy_losses(
+        self,
+        n_samples: int,
+        direction: Direction,
+        rng: RandomSource,
+        backend: Backend,
+        sigmas: Sequence[float],
+    ) -> list[Any]:
+        """The losses of one draw at every sigma; on the host kernels fused block by block
+        (:func:`~minsep.schemes.truncated.fused.host_losses`: the same values as
+        ``privacy_loss(draw(...), sigma)``, without holding the noise)."""
+        if self.kernel_set(backend) != "numba":
+            return super().privacy_losses(n_samples, direction, rng, backend, sigmas)
+        return host_losses(
+            n_samples,
+            direction,
+            self.coefficients,
+            self.n_steps,
+            self.probability,
+            self.min_sep,
+            self.warm_start,
+            self.dataset_size,
+            self.max_batch_size,
+            rng,
+            backend,
+            sigmas,
         )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:

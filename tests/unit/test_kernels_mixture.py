@@ -329,16 +329,6 @@ def test_weighted_signal_is_the_cross_gram_sum(n: int, k: int) -> None:
     np.testing.assert_array_equal(got, indexed)
 
 
-def test_compiled_sfc64_is_numpys() -> None:
-    """The counts kernel's own SFC64 draws numpy's doubles and leaves numpy's state."""
-    generator = np.random.Generator(np.random.SFC64(11))
-    state = np.array(generator.bit_generator.state["state"]["state"], dtype=np.uint64)
-    got = np.empty(1001)
-    truncated_kernels.sfc64_doubles(state, got)
-    np.testing.assert_array_equal(got, generator.random(1001))
-    np.testing.assert_array_equal(state, generator.bit_generator.state["state"]["state"])
-
-
 @pytest.mark.parametrize("warm", [False, True])
 def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     backend = numpy_backend()
