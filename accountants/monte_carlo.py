@@ -57,6 +57,7 @@ from minsep.framework.montecarlo import (
 from minsep.framework.montecarlo.bounds import check_feasible_delta
 from minsep.framework.montecarlo.checkpoint import writable_folder_problem
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER, EPSILON_BOUNDS
+from minsep.framework.montecarlo.executors import call_on_worker
 from minsep.framework.montecarlo.planning import (
     available_memory,
     fixed_bytes,
@@ -465,7 +466,11 @@ class MonteCarloAccountant(Accountant):
         )
         if not measure:
             return plan
-        draw, evaluate = measure_rates(model, sigma, chunk_size=chunk, backend=backend)
+        # timed where the chunks run: on a warm pool worker when there is one
+        probe = functools.partial(
+            measure_rates, model, sigma, chunk_size=chunk, backend=get_backend(self.backend).spec
+        )
+        draw, evaluate = call_on_worker(self._executor(), probe)
         return attrs.evolve(plan, draw_seconds=draw, eval_seconds=evaluate)
 
     def _announce(self, model: PrivacyLossModel, question: str, sigma: float) -> RunPlan:

@@ -14,7 +14,9 @@ An executor may also offer ``prepare(warm_up)``: start its workers now and have 
 picklable ``warm_up()`` once (import the model's modules, load its compiled kernels), without
 waiting. The engine calls it through :func:`prepare_executor` at the start of a question (the
 command line before its first answer), so that worker start-up overlaps the parent's own
-set-up (the first answer, building the model, planning, probing).
+set-up (the first answer, building the model, planning). It may offer ``call(fn)`` too: run
+one picklable ``fn()`` on a worker (:func:`call_on_worker`); the plan's rate probe runs there,
+on a worker that has loaded the kernels already, while the parent never loads them.
 
 Start method. :class:`ProcessExecutor` uses ``forkserver`` on POSIX (``spawn`` elsewhere), not
 ``fork``: the parent holds threads by the time it samples (the BLAS pool, tqdm's monitor, the
@@ -38,7 +40,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 import attrs
 
@@ -51,6 +53,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "ProcessExecutor",
+    "call_on_worker",
     "get_executor",
     "prepare_executor",
     "shutdown_pools",
@@ -198,6 +201,14 @@ def prepare_executor(executor: Executor, warm_up: Callable[[], object]) -> None:
         prepare(warm_up)
 
 
+def call_on_worker(executor: Executor, fn: Callable[[], T]) -> T:
+    """``fn()`` on one of ``executor``'s workers when it offers ``call`` (a process pool: a
+    worker warmed by :func:`prepare_executor`, which holds the model's compiled kernels
+    already), else in this process."""
+    call = getattr(executor, "call", None)
+    return cast("T", call(fn)) if callable(call) else fn()
+
+
 def shutdown_pools() -> None:
     """Shut down the shared worker pools (they are also shut down at interpreter exit)."""
     with _POOLS_LOCK:
@@ -260,6 +271,12 @@ class ProcessExecutor:
             with _POOLS_LOCK:
                 _STARTING[key] = thread
             thread.start()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on a worker of the pool, queued behind the warm-ups of :meth:`prepare`."""
+        method = self.start_method or _default_start_method()
+        _wait_started((self.max_workers, method))
+        return _pool(self.max_workers, method).submit(fn).result()
 
     def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
         """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order."""
