@@ -263,7 +263,7 @@ class RunPlan:
         unit, scale = ("samples/s", 1) if self.n_steps is None else ("sample·steps/s", self.n_steps)
         return (
             f"{self.question}: estimated {format_seconds(total)} for "
-            f"{self.total_samples:,} samples (measured here per worker: drawing "
+            f"{self.total_samples:,} samples (measured on one worker: drawing "
             f"{_rate(self.draw_seconds / scale)} {unit}, evaluating "
             f"{_rate(self.eval_seconds / scale)} {unit} per sigma"
             f"{', assuming the workers run in parallel' if self.workers > 1 else ''})"

@@ -156,6 +156,31 @@ def test_prepare_queues_in_the_background_and_chunks_wait_behind_the_warm_up(
         executors.shutdown_pools()
 
 
+@attrs.frozen
+class _Pid:
+    """Picklable: the process id of whoever calls it."""
+
+    def __call__(self) -> int:
+        return os.getpid()
+
+
+def test_call_on_worker_runs_on_a_pool_worker_behind_the_warm_up(tmp_path: Path) -> None:
+    """The plan's probe goes to a worker of a pool (queued behind its warm-ups, so that it
+    finds the kernels loaded) and runs here for an executor without workers."""
+    from minsep.framework.montecarlo import executors
+
+    assert executors.call_on_worker(LocalExecutor(), _Pid()) == os.getpid()
+    executors.shutdown_pools()
+    executor = ProcessExecutor(max_workers=1, start_method="forkserver")
+    try:
+        prepare_executor(executor, _Touch(str(tmp_path)))
+        pid = executors.call_on_worker(executor, _Pid())
+        assert pid != os.getpid()
+        assert [p.name for p in tmp_path.iterdir()] == [str(pid)]  # warmed first
+    finally:
+        executors.shutdown_pools()
+
+
 def test_warm_up_pickles_and_runs_in_process() -> None:
     import pickle
 
