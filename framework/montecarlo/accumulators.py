@@ -120,6 +120,16 @@ class LossHistogram:
         self._add_dense(other.counts)
         self.overflow += other.overflow
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled sparsely: the occupied bins and their counts, so that a chunk's tally
+        crosses to the parent process (or over the network to a Dask client) as 16 bytes per
+        occupied bin rather than 8 per bin of its whole range (about 30,000 bins, 0.5 MB per
+        chunk and direction for losses up to 30 nats, most of them empty). Unpickling rebuilds
+        the same dense counts, size included."""
+        occupied = np.flatnonzero(self.counts)
+        state = (self.spec, int(self.counts.size), occupied, self.counts[occupied], self.overflow)
+        return (_from_occupied, state)
+
     def edges(self) -> np.ndarray:
         """Upper edge ``j h`` of every stored bin."""
         return np.arange(self.counts.size, dtype=np.float64) * self.spec.width
@@ -212,6 +222,15 @@ class LossHistogram:
         counts = np.zeros(int(index.max()) + 1 if index.size else 0, dtype=np.int64)
         counts[index] = np.asarray(data["count"], dtype=np.int64)
         return cls(spec, counts, int(data["overflow"]))
+
+
+def _from_occupied(
+    spec: BinSpec, size: int, occupied: np.ndarray, counts: np.ndarray, overflow: int
+) -> LossHistogram:
+    """The histogram of :meth:`LossHistogram.__reduce__`'s sparse state."""
+    dense = np.zeros(size, dtype=np.int64)
+    dense[occupied] = counts
+    return LossHistogram(spec, dense, overflow)
 
 
 def _std_error(s1: float, s2: float, n: int) -> float:

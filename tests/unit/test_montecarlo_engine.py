@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 
 import array_api_strict
 import numpy as np
@@ -108,6 +109,21 @@ def test_histogram_merge_is_order_independent_and_serialises(rng: np.random.Gene
     assert again.overflow == whole.overflow and again.spec == whole.spec
     with pytest.raises(ConfigurationError, match="spec"):
         forward.merge(LossHistogram(BinSpec(bin_bits=3)))
+
+
+def test_histogram_pickles_sparsely_and_exactly(rng: np.random.Generator) -> None:
+    """A chunk's tally crosses processes as its occupied bins: the same counts (size, trailing
+    zeros and overflow included) at a fraction of the dense bytes."""
+    spec = BinSpec(bin_bits=10, max_loss=64.0)
+    hist = _histogram_of(np.concatenate([rng.normal(3.0, 9.0, 1024), [np.inf, 80.0]]), spec)
+    hist.counts = np.concatenate([hist.counts, np.zeros(5, dtype=np.int64)])  # trailing zeros
+    again = pickle.loads(pickle.dumps(hist))
+    np.testing.assert_array_equal(again.counts, hist.counts)
+    assert again.counts.dtype == np.int64 and again.counts.flags.writeable
+    assert (again.overflow, again.spec) == (hist.overflow, hist.spec) == (2, spec)
+    assert len(pickle.dumps(hist)) < hist.counts.nbytes / 4
+    empty = pickle.loads(pickle.dumps(LossHistogram()))
+    assert empty.counts.size == 0 and empty.total == 0
 
 
 def test_bin_spec_is_validated() -> None:
