@@ -62,6 +62,9 @@ def _models(n: int) -> dict[str, PrivacyLossModel]:
         "balls_in_bins": schemes.get("balls_in_bins").from_rate(n, 1 / 64).loss_model(banded),
         "multi_attribution": multi.loss_model(banded),
         "truncated": truncated.loss_model(banded),
+        "cyclic_poisson_random_phase": schemes.get("cyclic_poisson")
+        .from_rate(n, 1 / 64, min_sep=4, partition="random")
+        .loss_model(banded),
     }
 
 
