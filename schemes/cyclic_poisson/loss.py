@@ -97,7 +97,7 @@ class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
         """Peak bytes per sample of a chunk: on the fused kernels the transcript plus one row
         of n (the kernels' scratch is per block or per row, not per sample); on the array code
         10 rows of n under REMOVE (coins, pattern, signal, noise, dots and the log-domain
-        temporaries) and 7 under ADD (measured peaks: about 66 n and 48 n bytes)."""
+        temporaries) and 7 under ADD (measured peaks: 56 n and 48 n bytes at n = 1500)."""
         n = self.n_steps
         if self.kernel_set(backend) in _FUSED:
             return self.transcript_bytes(1, direction, backend) + 8 * n
