@@ -123,9 +123,10 @@ class LossHistogram:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled sparsely: the occupied bins and their counts, so that a chunk's tally
         crosses to the parent process (or over the network to a Dask client) as 16 bytes per
-        occupied bin rather than 8 per bin of its whole range (about 30,000 bins, 0.5 MB per
-        chunk and direction for losses up to 30 nats, most of them empty). Unpickling rebuilds
-        the same dense counts, size included."""
+        occupied bin rather than 8 per bin of its whole range (losses up to 30 nats span about
+        30,000 bins, 0.25 MB per direction, most of them empty at a chunk's sample count:
+        measured 467 kB -> 32 kB for a 1,024-sample chunk of both directions). Unpickling
+        rebuilds the same dense counts, size included."""
         occupied = np.flatnonzero(self.counts)
         state = (self.spec, int(self.counts.size), occupied, self.counts[occupied], self.overflow)
         return (_from_occupied, state)

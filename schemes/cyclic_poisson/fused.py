@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import RandomSource
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.cyclic_poisson import cpu_kernels
 from minsep.schemes.kernels.blocks import tail_norms
@@ -21,7 +21,7 @@ from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
 
 
 def host_phase_steps(
-    n_samples: int, n_steps: int, groups: int, rate: float, rng: RandomSource, backend: Backend
+    n_samples: int, n_steps: int, groups: int, rate: float, rng: RandomSource
 ) -> np.ndarray:
     """The sensitive example's participation steps, int32 ``(S, ceil(n / b))`` (ascending, then
     n), from the draws of

@@ -113,9 +113,7 @@ class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
         signal = steps = None
         if direction is Direction.REMOVE:
             if kernels in _FUSED:
-                steps = host_phase_steps(
-                    n_samples, self.n_steps, self.groups, self.group_rate, rng, backend
-                )
+                steps = host_phase_steps(n_samples, self.n_steps, self.groups, self.group_rate, rng)
             else:
                 pattern = xp.astype(self.participation(n_samples, rng, backend), xp.float64)
                 signal = signal_dots(pattern, self.coefficients, xp)

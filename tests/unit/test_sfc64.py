@@ -37,7 +37,8 @@ def test_compiled_doubles_are_numpys() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 2**63 + 5])
 def test_compiled_normals_are_numpys_through_every_branch(seed: int) -> None:
-    """2^20 draws: about 100 in the tail beyond r and 1,600 in the wedges, each compared."""
+    """2^20 draws, each compared: about 260 lie in the tail beyond r and 15,600 leave their
+    layer's rectangle (1.5 % per draw, from the tables)."""
     generator = _generator(seed)
     state = sfc64.state_words(generator)
     assert state is not None
@@ -49,7 +50,7 @@ def test_compiled_normals_are_numpys_through_every_branch(seed: int) -> None:
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(state, sfc64.state_words(generator))
     r = tables[3]
-    assert np.count_nonzero(np.abs(got) > r) >= 20  # the tail branch ran, and agreed
+    assert np.count_nonzero(np.abs(got) > r) >= 150  # the tail branch ran, and agreed
 
 
 @pytest.mark.parametrize("draw", ["standard_normal", "random"])
@@ -84,6 +85,11 @@ def test_other_bit_generators_draw_through_numpy(bit_generator: Any) -> None:
     out = np.empty((4, 50))
     sfc64.fill(ours, "standard_normal", out)
     np.testing.assert_array_equal(out, theirs.standard_normal((4, 50)))
+
+
+def test_an_unknown_draw_is_refused() -> None:
+    with pytest.raises(ValueError, match="draw"):
+        sfc64.fill(_generator(4), "integers", np.empty(3))
 
 
 def test_a_strided_target_is_refused_as_numpy_refuses_it() -> None:
