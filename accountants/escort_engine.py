@@ -432,7 +432,7 @@ class EscortProposal:
             delta=float(delta),
             estimate=estimate,
             std_error=math.nan,
-            certified=accepted[0] if accepted else math.inf,
+            certified=max(accepted[0], estimate) if accepted else math.inf,  # >= estimate
             verified=bool(accepted),
             base_delta=min(x_b * scale, 1.0),
             failure_probability=failure,

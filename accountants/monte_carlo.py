@@ -599,6 +599,7 @@ class MonteCarloAccountant(Accountant):
             base_delta=cert.base_delta,
             pilot_samples=cert.pilot_samples,
             bound=cert.bound,
+            evidence=cert.evidence(),
         )
 
     @_holding_checkpoint
@@ -634,6 +635,7 @@ class MonteCarloAccountant(Accountant):
             std_error=_finite_or_none(cert.std_error),
             base_delta=_finite_or_none(cert.base_delta),
             pilot_samples=cert.pilot_samples,
+            evidence=cert.evidence(),
         )
 
     @_holding_checkpoint
@@ -768,6 +770,7 @@ class MonteCarloAccountant(Accountant):
             samples=curve.samples,
             seed=curve.seed,
             failure_probability=curve.failure_probability,
+            evidence={"rule": "kl"},  # certified_delta: KL bounds of delta (trust.py)
         )
 
     def _curve(

@@ -145,7 +145,9 @@ class Result:
         one; called on a subclass (``EpsilonResult.from_dict``), the kind must be that class.
 
         Raises ConfigurationError for anything malformed: not a mapping, an unknown or wrong
-        kind, unknown or missing fields, or values out of range.
+        kind, unknown or missing fields, values out of range, or numbers that contradict each
+        other (a certified bound its own samples and evidence do not support:
+        :mod:`~minsep.framework.montecarlo.trust`).
         """
         if not isinstance(data, dict):
             raise ConfigurationError(
@@ -163,7 +165,11 @@ class Result:
                 parameter="kind",
             )
         v.check_keywords(found, data, owner=found.__name__)
-        return found(**data)
+        result = found(**data)
+        from minsep.framework.montecarlo import trust  # lazy: results load before the engine
+
+        trust.check(result)
+        return result
 
     @classmethod
     def from_json(cls: type[R], text: str) -> R:
@@ -217,6 +223,9 @@ class EpsilonResult(Result):
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
     # how a Monte Carlo certificate was verified ("betting" or "fact42"); None: not Monte Carlo
     bound: str | None = attrs.field(default=None, validator=v.optional(v.text()))
+    #: what the verifier saw, to re-derive the certificate from (docs/math.md §7; checked by
+    #: :mod:`~minsep.framework.montecarlo.trust`); None: not kept
+    evidence: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_epsilon", self.certified_epsilon, self.epsilon)
@@ -247,6 +256,9 @@ class DeltaResult(Result):
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
+    #: what the verifier saw, to re-derive the certificate from (docs/math.md §7; checked by
+    #: :mod:`~minsep.framework.montecarlo.trust`); None: not kept
+    evidence: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_delta", self.certified_delta, self.delta)
@@ -402,6 +414,9 @@ class CurveResult(Result):
     certified_epsilons: tuple[float, ...] = attrs.field(
         default=(), converter=_certified_epsilons, validator=_paired
     )
+    #: what the verifier saw, to re-derive the certificate from (docs/math.md §7; checked by
+    #: :mod:`~minsep.framework.montecarlo.trust`); None: not kept
+    evidence: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def certified_epsilon(self, delta: float) -> float:
         """The smallest epsilon this curve certifies at ``delta``, failure probability

@@ -176,6 +176,7 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
         key,
         CalibrationResult,
         lambda: accountant.calibrate(scheme, strategy, args.epsilon, args.delta),
+        target,
     )
     if when is not None:
         say(describe_hit(when, calibration))

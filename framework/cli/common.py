@@ -728,18 +728,20 @@ def _cached(
     scheme: SamplingScheme,
     strategy: Strategy,
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
+    numbers: dict[str, float] | None = None,
 ) -> tuple[R, str | None]:
-    """The answer under the cache ``key`` (with the line saying so), else computed and stored;
-    no key (``--no-cache``, ``--checkpoint``: resumed by its own rules, or no question)
-    computes without the cache."""
+    """The answer under the cache ``key`` (with the line saying so; it must answer
+    ``numbers``), else computed and stored; no key (``--no-cache``, ``--checkpoint``: resumed
+    by its own rules, or no question) computes without the cache."""
     from minsep.framework.montecarlo.cache import AnswerCache, describe_hit
 
     if key is None:
         return ask(accountant, scheme, strategy), None
-    result, when = AnswerCache().answer(
+    result, when = AnswerCache(report=warn).answer(
         key,
         Result,
         lambda: ask(accountant, scheme, strategy),
+        numbers,
     )
     return result, None if when is None else describe_hit(when, result)  # type: ignore[return-value]
 
@@ -794,7 +796,7 @@ def answer(
             notes.append(f"{stated}.")
             if not quiet(args):
                 print(f"minsep: plan: {stated}", file=sys.stderr, flush=True)
-    result, cached = _cached(key, accountant, scheme, strategy, ask)
+    result, cached = _cached(key, accountant, scheme, strategy, ask, numbers)
     if cached is not None:
         notes.append(f"{cached}.")
         if not quiet(args):

@@ -12,9 +12,12 @@ cached: its answer is a new random draw each time, and reusing one would hide th
 Entries are result JSON (:meth:`~minsep.framework.results.Result.to_json`) in
 :func:`cache_folder`: ``answers/`` under ``$MINSEP_CACHE_DIR``, else under the platform's user
 cache folder (``~/.cache/minsep`` on Linux, as for the strategy coefficients). Writes are
-atomic (a temporary file renamed into place); an entry that cannot be read or is not a result
-is ignored with a warning and recomputed; a folder that cannot be written only costs the
-cache.
+atomic (a temporary file renamed into place) and state the question key they answer. What is
+read back is data, not a computation: an entry that cannot be read, is not a result, answers
+another question or whose numbers contradict each other (:mod:`.trust`) is ignored with a
+warning and recomputed. The folders are created 0700, and one that another user can write (or
+owns) is refused with a warning saying how to fix it, as ssh refuses a loose key file; a
+folder that cannot be written only costs the cache (README "Trust model").
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from minsep.framework.results import Result
 __all__ = [
     "CACHE_ENV",
     "EXECUTION_ONLY",
+    "ENTRY_FORMAT",
     "AnswerCache",
     "cache_folder",
     "code_version",
@@ -130,19 +134,74 @@ def question_key(
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _warn(message: str) -> None:
+    """A UserWarning of one line."""
+    warnings.warn(message, stacklevel=5)
+
+
+#: The ``format`` tag of an entry: ``{"format": ..., "question_key": key, "result": {...}}``.
+ENTRY_FORMAT = "minsep-answer"
+
+
 @attrs.frozen
 class AnswerCache:
     """Results stored by question key in ``folder`` (module docstring)."""
 
     folder: Path = attrs.field(factory=lambda: cache_folder(), converter=Path)
+    #: where the one-line warnings go (the command line prints them on stderr)
+    report: Callable[[str], None] = attrs.field(default=_warn, eq=False)
 
     def path(self, key: str) -> Path:
         """The file of ``key``."""
         return self.folder / f"{key}.json"
 
-    def load(self, key: str, kind: type[R]) -> tuple[R, datetime.datetime] | None:
-        """The stored ``kind`` result of ``key`` and when it was stored, or None (missing or
-        unreadable: a warning names the file, which is then recomputed and overwritten)."""
+    def _tell(self, message: str) -> None:
+        self.report(" ".join(message.split()))  # one line
+
+    def trusted(self) -> bool:
+        """True when ``folder`` and its parent (the cache root) exist and only this user can
+        write them; else (when they exist) a warning says why and how to fix it."""
+        from minsep.framework.montecarlo import trust
+
+        for folder in (self.folder.parent, self.folder):
+            if not folder.exists():
+                return False
+            problem = trust.others_can_write(folder, "answers", fix=f"set {CACHE_ENV}")
+            if problem is not None:
+                self._tell(f"answer cache: refusing to use it: {problem}")
+                return False
+        return True
+
+    def _usable(self) -> bool:
+        """Create the folders 0700 when missing, then :meth:`trusted` (warnings: why not)."""
+        try:
+            for folder in (self.folder.parent, self.folder):
+                folder.mkdir(mode=0o700, exist_ok=True, parents=True)
+        except OSError as exc:
+            self._tell(f"answer cache: cannot write in {self.folder}: {exc}")
+            return False
+        return self.trusted()
+
+    def load(
+        self, key: str, kind: type[R], asked: Mapping[str, Any] | None = None
+    ) -> tuple[R, datetime.datetime] | None:
+        """The stored ``kind`` result of ``key`` and when it was stored, or None: missing, or
+        refused with a warning naming the file, which is then recomputed and overwritten.
+
+        Refused: a folder others can write (:func:`.trust.others_can_write`), a file that cannot be
+        read or is not a result, a result stored under another question key or answering
+        other ``asked`` numbers (e.g. ``{"sigma": 1.0}``), or whose numbers contradict each
+        other (:mod:`.trust`: e.g. a certified epsilon below its estimate or not supported
+        by its own verification evidence)."""
+        if not self.path(key).exists() or not self.trusted():
+            return None
+        return self._read(key, kind, asked)
+
+    def _read(
+        self, key: str, kind: type[R], asked: Mapping[str, Any] | None
+    ) -> tuple[R, datetime.datetime] | None:
+        from minsep.framework.montecarlo import trust
+
         path = self.path(key)
         try:
             text = path.read_text(encoding="utf-8")
@@ -150,43 +209,62 @@ class AnswerCache:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            warnings.warn(f"answer cache: cannot read {path}: {exc}", stacklevel=2)
+            self._tell(f"answer cache: cannot read {path}: {exc}")
             return None
         try:
-            result = kind.from_json(text)
-        except MinsepError as exc:
-            warnings.warn(f"answer cache: ignoring corrupt entry {path}: {exc}", stacklevel=2)
+            entry = json.loads(text)
+            if not isinstance(entry, dict) or entry.get("format") != ENTRY_FORMAT:
+                raise MinsepError("not a minsep answer entry")
+            if entry.get("question_key") != key:
+                raise MinsepError(f"it answers question {entry.get('question_key')!r}")
+            result = kind.from_dict(entry.get("result"))  # checks the result (trust.py)
+            trust.check_question(result, asked or {})
+        except (MinsepError, ValueError) as exc:
+            self._tell(f"answer cache: ignoring {path} (recomputing): {exc}")
             return None
         return result, datetime.datetime.fromtimestamp(stamp, tz=datetime.UTC)
 
     def store(self, key: str, result: Result) -> None:
-        """Save ``result`` under ``key`` atomically; a failure only warns."""
+        """Save ``result`` under ``key`` atomically, in folders created 0700 (folders that
+        others can write are not used); a failure only warns."""
+        if self._usable():
+            self._write(key, result)
+
+    def _write(self, key: str, result: Result) -> None:
         temporary = None
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
+            entry = {"format": ENTRY_FORMAT, "question_key": key, "result": result.to_dict()}
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(result.to_json())
+                out.write(json.dumps(entry))
             os.replace(temporary, self.path(key))
             temporary = None
         except OSError as exc:
-            warnings.warn(f"answer cache: cannot write in {self.folder}: {exc}", stacklevel=2)
+            self._tell(f"answer cache: cannot write in {self.folder}: {exc}")
         finally:
             if temporary is not None:
                 Path(temporary).unlink(missing_ok=True)
 
     def answer(
-        self, key: str | None, kind: type[R], compute: Callable[[], R]
+        self,
+        key: str | None,
+        kind: type[R],
+        compute: Callable[[], R],
+        asked: Mapping[str, Any] | None = None,
     ) -> tuple[R, datetime.datetime | None]:
-        """The cached answer of ``key`` with its date, else ``compute()`` stored (when ``key``
-        is not None) with None."""
-        if key is not None:
-            found = self.load(key, kind)
+        """The cached answer of ``key`` (checked against ``asked``, :meth:`load`) with its
+        date, else ``compute()`` stored (when ``key`` is not None) with None; folders that
+        others can write are neither read nor written (one warning)."""
+        usable = key is not None and self._usable()
+        if usable:
+            assert key is not None
+            found = self._read(key, kind, asked)
             if found is not None:
                 return found
         result = compute()
-        if key is not None:
-            self.store(key, result)
+        if usable:
+            assert key is not None
+            self._write(key, result)
         return result, None
 
 

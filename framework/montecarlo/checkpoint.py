@@ -45,7 +45,8 @@ The checkpoint's folder must exist and be writable when the :class:`Checkpoint` 
 so an unusable path fails before any sampling, not at the first save.
 
 Refusals (:class:`~minsep.framework.errors.CheckpointError`, never silently ignored): a file
-that is not valid JSON (e.g. truncated), not a minsep checkpoint, of another format version,
+that another user owns or that group or others can write (written 0600; the message says
+``chmod 600``: README "Trust model"), that is not valid JSON (e.g. truncated), not a minsep checkpoint, of another format version,
 whose checksum does not match its contents, or whose entries are malformed or inconsistent;
 and a stage written for other parameters (the message names each differing parameter with
 both values). Delete the file, or pass another path, to start afresh.
@@ -203,12 +204,17 @@ class Checkpoint:
 
         Raises CheckpointError when the file is corrupt (see the module docstring).
         """
+        from minsep.framework.montecarlo.trust import others_can_write
+
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
         except (OSError, UnicodeDecodeError) as exc:
             raise self._corrupt(f"it cannot be read ({exc})") from exc
+        loose = others_can_write(self.path, "tallies")
+        if loose is not None:
+            raise CheckpointError(f"checkpoint {str(self.path)!r} is refused: {loose}")
         try:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -305,7 +311,8 @@ class Checkpoint:
         )
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            with temporary.open("w", encoding="utf-8") as handle:
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(descriptor, "w", encoding="utf-8") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -130,6 +131,25 @@ class EpsilonCertificate:
     reason: str = ""
     proposal: ProposalInfo | None = None
     bound: str = "fact42"
+    declared: int = 1
+
+    def evidence(self) -> dict[str, Any] | None:
+        """What the verification saw, for re-deriving ``certified`` from a stored result
+        (:mod:`.trust`): the candidates with their verification means (max over directions)
+        and the number ``R`` declared; for betting, the released point and its mean. None for
+        an importance-sampling proposal (its own rule)."""
+        if self.proposal is not None:
+            return None
+        if self.bound == "betting":
+            released = self.candidates[0] if self.candidates else None
+            mean = self.candidate_deltas[0] if self.candidate_deltas else None
+            return {"rule": "betting", "released": released, "verification_mean": mean}
+        return {
+            "rule": "fact42",
+            "declared": self.declared,
+            "candidates": list(self.candidates),
+            "verification_means": list(self.candidate_deltas),
+        }
 
     def notes(self) -> tuple[str, ...]:
         """Human-readable statement of what is guaranteed (or why nothing is)."""
@@ -179,6 +199,17 @@ class DeltaCertificate:
     seed: int
     seconds: float
     proposal: ProposalInfo | None = None
+
+    def evidence(self) -> dict[str, Any] | None:
+        """The declared thresholds and the verification mean, for re-deriving ``certified``
+        from a stored result (:mod:`.trust`); None for an importance-sampling proposal."""
+        if self.proposal is not None:
+            return None
+        return {
+            "rule": "fact42",
+            "thresholds": list(self.thresholds),
+            "verification_mean": self.verification_delta,
+        }
 
     def notes(self) -> tuple[str, ...]:
         """Human-readable statement of what is guaranteed."""
@@ -348,6 +379,7 @@ def certify_epsilon(
         seed=seed,
         seconds=time.perf_counter() - start,
         reason=reason,
+        declared=count,
     )
 
 
