@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -226,6 +227,11 @@ def run(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(text, file=out, flush=True)
 
+    if args.output is not None and Path(args.output).is_dir():
+        raise ConfigurationError(
+            f"--output {args.output!r} is invalid: it is a folder; give the path of the JSON "
+            f"record, e.g. {str(Path(args.output) / 'train.json')!r}"
+        )
     started = time.perf_counter()
     data = load_data(args)
     private_run = build_run(args, data, say)

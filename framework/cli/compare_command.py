@@ -137,6 +137,11 @@ def _rate(args: argparse.Namespace) -> float:
 
 def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
     """The :class:`ComparisonSetup` of parsed ``compare`` arguments."""
+    if args.schemes == ():  # e.g. --schemes "" or ","
+        raise ConfigurationError(
+            "--schemes is invalid: it names no row family; give e.g. --schemes "
+            "poisson,b_min_sep, or leave it out for every family"
+        )
     options = {
         key: getattr(args, key)
         for key in ("samples", "seed", "backend", "workers")

@@ -39,6 +39,7 @@ from minsep.framework.cli.command import Command
 from minsep.framework.cli.delta_command import refuse_delta
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import DEFAULT_CURVE_FAILURE
+from minsep.framework.montecarlo.planning import DEFAULT_MEMORY_BUDGET
 from minsep.framework.results import CurveResult
 
 
@@ -65,8 +66,45 @@ def parse_deltas(text: str) -> tuple[float, ...]:
     return tuple(common.probability(item) for item in items)
 
 
+#: Memory a grid point costs a curve run, declared: 1.3 kB measured (``minsep curve
+#: --accountant gaussian --epsilon-grid 0:8:20000 --json``: 26 MB above a 2-point grid's peak
+#: RSS), doubled. A grid whose points exceed ``--memory-budget`` is refused before any work.
+BYTES_PER_GRID_POINT = 2048
+
+
+@attrs.frozen
+class EpsilonGrid:
+    """``--epsilon-grid LO:HI:N``, kept unexpanded until its size is checked."""
+
+    text: str
+    lo: float
+    hi: float
+    count: int
+
+    def points(self) -> tuple[float, ...]:
+        """The ``count`` evenly spaced epsilons from ``lo`` to ``hi`` inclusive."""
+        lo, hi, count = self.lo, self.hi, self.count
+        return tuple(lo + (hi - lo) * i / (count - 1) for i in range(count))
+
+    def check_memory(self, budget: int) -> None:
+        """Refuse a grid of more than ``budget`` bytes (:data:`BYTES_PER_GRID_POINT` each)."""
+        need = self.count * BYTES_PER_GRID_POINT
+        if need > budget:
+            raise ConfigurationError(
+                f"--epsilon-grid {self.text!r} is invalid: {self.count:,} points need about "
+                f"{need / 2**30:.3g} GiB ({BYTES_PER_GRID_POINT} bytes each), more than the "
+                f"memory budget of {budget / 2**30:.3g} GiB (--memory-budget): use at most "
+                f"{budget // BYTES_PER_GRID_POINT:,} points"
+            )
+
+
 def parse_grid(text: str) -> tuple[float, ...]:
-    """argparse type: ``LO:HI:N``, N >= 2 evenly spaced epsilons from LO to HI inclusive."""
+    """``LO:HI:N``, N >= 2 evenly spaced epsilons from LO to HI inclusive."""
+    return parse_grid_spec(text).points()
+
+
+def parse_grid_spec(text: str) -> EpsilonGrid:
+    """argparse type: ``LO:HI:N`` as an :class:`EpsilonGrid` (expanded after its check)."""
     parts = text.split(":")
     try:
         if len(parts) != 3:
@@ -78,7 +116,7 @@ def parse_grid(text: str) -> tuple[float, ...]:
         ) from None
     if not (0 <= lo < hi) or count < 2:
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: must have 0 <= LO < HI and N >= 2")
-    return tuple(lo + (hi - lo) * i / (count - 1) for i in range(count))
+    return EpsilonGrid(text, lo, hi, count)
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +130,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--epsilons", type=parse_epsilons, metavar="E1,E2,...", help="increasing epsilons"
     )
     grid.add_argument(
-        "--epsilon-grid", type=parse_grid, metavar="LO:HI:N", help="N evenly spaced epsilons"
+        "--epsilon-grid",
+        type=parse_grid_spec,
+        metavar="LO:HI:N",
+        help="N evenly spaced epsilons (at most --memory-budget / "
+        f"{BYTES_PER_GRID_POINT} bytes of them)",
     )
     parser.add_argument(
         "--failure-probability",
@@ -166,6 +208,9 @@ def _run(args: argparse.Namespace) -> int:
             "table): use --json or the table for the epsilon(delta) view",
             parameter="deltas",
         )
+    if args.epsilon_grid is not None:
+        budget = getattr(args, "memory_budget", None)
+        args.epsilon_grid.check_memory(DEFAULT_MEMORY_BUDGET if budget is None else int(budget))
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
     # plans first: building the accountant logs the choice of --workers auto
@@ -174,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         common.show_plans()
     accountant, chosen = common.choose_accountant(args, scheme, strategy)
-    epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid
+    epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid.points()
     beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
     result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)
     if args.failure_probability is not None and result.failure_probability != beta:

@@ -177,6 +177,43 @@ def conflicting_option(
     return None
 
 
+def contradicting_flags(
+    parser: argparse.ArgumentParser, command: str, argv: Sequence[str]
+) -> str | None:
+    """The refusal of two flags that set one option to different values (``--warm-start
+    --cold-start``, ``--progress --no-progress``), else None: argparse keeps the last one
+    silently."""
+    sub = _subparser(parser, command)
+    if sub is None:
+        return None
+    flags: dict[str, tuple[str, object]] = {}  # flag -> (dest, value it sets)
+    for action in sub._actions:
+        for flag in action.option_strings:
+            if isinstance(action, argparse.BooleanOptionalAction):
+                flags[flag] = (action.dest, not flag.startswith("--no-"))
+            elif isinstance(action, argparse._StoreConstAction):
+                flags[flag] = (action.dest, action.const)
+    seen: dict[str, tuple[str, object]] = {}  # dest -> (flag, value) of its first occurrence
+    for token in argv:
+        if token == "--":
+            break
+        matches = [f for f in flags if f == token] or [f for f in flags if f.startswith(token)]
+        if not token.startswith("--") or len(matches) != 1:
+            continue
+        dest, value = flags[matches[0]]
+        first = seen.setdefault(dest, (matches[0], value))
+        if first[1] != value:
+            return f"{first[0]} and {matches[0]} contradict each other: give one of them"
+    return None
+
+
+def _check_environment() -> None:
+    """Refuse an invalid setting of the environment (``MINSEP_KERNELS``) before any work."""
+    from minsep.framework.backend import requested_kernels
+
+    requested_kernels()
+
+
 def _option(args: argparse.Namespace, exc: BaseException) -> str | None:
     """The command-line option of the parameter a ConfigurationError names, if any."""
     parameter = getattr(exc, "parameter", None)
@@ -230,10 +267,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0
-    conflict = conflicting_option(parser, args.command, argv)
+    conflict = conflicting_option(parser, args.command, argv) or contradicting_flags(
+        parser, args.command, argv
+    )
     if conflict:
         return _report(args, as_json, "error", conflict, EXIT_ERROR)
     try:
+        _check_environment()
         return int(args._run(args))
     except KeyboardInterrupt:
         saved = getattr(args, "checkpoint", None)

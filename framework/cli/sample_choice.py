@@ -76,7 +76,15 @@ def choose_samples(
         )
     delta, candidates = float(numbers["delta"]), _CANDIDATES[question]
     target = default_precision if precision is None else float(precision)
-    samples = samples_for_precision(delta, target, candidates=candidates)
+    try:
+        samples = samples_for_precision(delta, target, candidates=candidates)
+    except ConfigurationError:
+        raise ConfigurationError(
+            f"--precision = {target!r} is invalid at delta = {delta!r}: it needs more than "
+            f"2^62 verification samples (no feasible run); use a larger --precision (default "
+            f"{default_precision:g}) or give --samples",
+            parameter="precision",
+        ) from None
     accountant = _with_samples(accountant, samples)
     text = (
         f"samples: {samples:,} per direction, chosen for delta = {delta:g} at {target:.3g} "

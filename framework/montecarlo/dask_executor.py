@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import json
 import logging
 import threading
 import time
@@ -88,12 +89,13 @@ def scheduler_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not value or any(c.isspace() for c in value):
         return "a scheduler address such as 'tcp://host:8786' or a scheduler file '*.json'"
     if value.endswith(".json"):
-        if not Path(value).expanduser().is_file():
+        path = Path(value).expanduser()
+        if not path.is_file():
             return (
                 "an existing scheduler file: there is no file at this path (start the "
                 "scheduler first, e.g. dask scheduler --scheduler-file FILE)"
             )
-        return None
+        return _scheduler_file_problem(path)
     protocol, _, location = value.rpartition("://")
     if protocol == "inproc":
         return None
@@ -102,6 +104,23 @@ def scheduler_problem(value: Any) -> str | None:
         return (
             "a scheduler address with a port, such as 'tcp://host:8786', or a scheduler file "
             "'*.json'"
+        )
+    return None
+
+
+def _scheduler_file_problem(path: Path) -> str | None:
+    """None when ``path`` holds a scheduler file's JSON object with an ``address`` (what
+    ``dask scheduler --scheduler-file`` writes; distributed asserts on anything else)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"a scheduler file holding JSON (this one cannot be read as JSON: {exc})"
+    address = data.get("address") if isinstance(data, dict) else None
+    if not isinstance(address, str) or scheduler_problem(address) is not None:
+        return (
+            "a scheduler file written by 'dask scheduler --scheduler-file FILE': a JSON object "
+            f"whose 'address' is the scheduler's, e.g. 'tcp://host:8786' (this one has "
+            f"{'no address' if address is None else f'address {address!r}'})"
         )
     return None
 

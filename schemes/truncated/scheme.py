@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.errors import ConfigurationError, NotAccountableError, UnknownNameError
 from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strategy
 from minsep.framework.parameters import Parameter, attribute_docs
 from minsep.framework.registries import schemes
@@ -114,9 +114,15 @@ class Truncated(SamplingScheme):
         if not isinstance(base, str):
             raise ConfigurationError(
                 f"truncated.from_rate option base = {base!r} is invalid: must be the registered "
-                "name of a scheme, e.g. 'b_min_sep'"
+                "name of a scheme, e.g. 'b_min_sep'",
+                parameter="base",
             )
-        inner = tuple(p.name for p in schemes.get(base).parameters())
+        try:
+            inner = tuple(p.name for p in schemes.get(base).parameters())
+        except UnknownNameError as exc:
+            raise ConfigurationError(
+                f"truncated.from_rate option base = {base!r} is invalid: {exc}", parameter="base"
+            ) from None
         check_options(cls, {**options, "base": base}, passed_on=inner)
         max_batch_size = options.pop("max_batch_size")
         dataset_size = options.pop("dataset_size")
