@@ -45,8 +45,8 @@ from minsep.framework.results import Result
 
 __all__ = [
     "CACHE_ENV",
-    "EXECUTION_ONLY",
     "ENTRY_FORMAT",
+    "EXECUTION_ONLY",
     "AnswerCache",
     "cache_folder",
     "code_version",

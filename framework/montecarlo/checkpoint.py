@@ -46,8 +46,9 @@ so an unusable path fails before any sampling, not at the first save.
 
 Refusals (:class:`~minsep.framework.errors.CheckpointError`, never silently ignored): a file
 that another user owns or that group or others can write (written 0600; the message says
-``chmod 600``: README "Trust model"), that is not valid JSON (e.g. truncated), not a minsep checkpoint, of another format version,
-whose checksum does not match its contents, or whose entries are malformed or inconsistent;
+``chmod 600``: README "Trust model"), that is not valid JSON (e.g. truncated), not a minsep
+checkpoint, of another format version, whose checksum does not match its contents, or whose
+entries are malformed or inconsistent;
 and a stage written for other parameters (the message names each differing parameter with
 both values). Delete the file, or pass another path, to start afresh.
 """

@@ -73,8 +73,7 @@ def problems(result: Any) -> Iterator[tuple[str, str]]:
 def _raise(result: Any, found: Iterable[tuple[str, str]]) -> None:
     for name, why in found:
         raise ConfigurationError(
-            f"{type(result).__name__}.{name} = {getattr(result, name, None)!r} is invalid: "
-            f"{why}",
+            f"{type(result).__name__}.{name} = {getattr(result, name, None)!r} is invalid: {why}",
             parameter=name,
         )
 
@@ -152,9 +151,12 @@ def _epsilon_fact42(result: Any, evidence: Mapping[str, Any]) -> Iterator[tuple[
     accepted = [c for c, x in zip(candidates, means, strict=True) if x <= result.base_delta]
     released = max(accepted[0], result.epsilon) if accepted else math.inf
     if _below(result.certified_epsilon, released):
-        yield "certified_epsilon", (
-            f"its own verification evidence releases {released!r} (the smallest candidate "
-            f"whose verification mean is <= base delta {result.base_delta!r})"
+        yield (
+            "certified_epsilon",
+            (
+                f"its own verification evidence releases {released!r} (the smallest candidate "
+                f"whose verification mean is <= base delta {result.base_delta!r})"
+            ),
         )
 
 
@@ -163,27 +165,35 @@ def _epsilon_betting(result: Any, evidence: Mapping[str, Any]) -> Iterator[tuple
     beta, delta, level = result.failure_probability, result.delta, result.base_delta
     k = -4.0 * math.log2(beta / delta) if 0.0 < beta < delta else math.nan
     if not (4 - 1e-6 <= k <= 160 + 1e-6 and abs(k - round(k)) < 1e-6):
-        yield "failure_probability", (
-            f"the betting bound uses beta = delta 2^(-k/4) for an integer k in [4, 160] "
-            f"(delta = {delta!r})"
+        yield (
+            "failure_probability",
+            (
+                f"the betting bound uses beta = delta 2^(-k/4) for an integer k in [4, 160] "
+                f"(delta = {delta!r})"
+            ),
         )
         return
     if _differs(level, (delta - beta) / (1.0 - beta) * (1.0 - 1e-12)):
-        yield "base_delta", (
-            f"the betting level is (delta - beta) / (1 - beta) (1 - 1e-12) with delta = "
-            f"{delta!r} and beta = {beta!r}"
+        yield (
+            "base_delta",
+            (
+                f"the betting level is (delta - beta) / (1 - beta) (1 - 1e-12) with delta = "
+                f"{delta!r} and beta = {beta!r}"
+            ),
         )
     point = evidence.get("released")
     if point is None:
         return
     mean = float(evidence.get("verification_mean", math.inf))
     if not mean < level:
-        yield "evidence", (
-            f"a released point needs a verification mean below the level {level!r}, got {mean!r}"
+        yield (
+            "evidence",
+            (f"a released point needs a verification mean below the level {level!r}, got {mean!r}"),
         )
     if _below(result.certified_epsilon, float(point)):
-        yield "certified_epsilon", (
-            f"its own verification evidence released the grid point {float(point)!r}"
+        yield (
+            "certified_epsilon",
+            (f"its own verification evidence released the grid point {float(point)!r}"),
         )
 
 
@@ -210,15 +220,21 @@ def _fact42_level(
         return
     overall = overall_delta(m, delta_b, candidates=candidates)
     if _below(delta, overall):
-        yield "base_delta", (
-            f"verifying at it with {m} samples and {candidates} candidate(s) certifies only "
-            f"delta = {overall!r} > {delta!r} (Fact 4.2)"
+        yield (
+            "base_delta",
+            (
+                f"verifying at it with {m} samples and {candidates} candidate(s) certifies only "
+                f"delta = {overall!r} > {delta!r} (Fact 4.2)"
+            ),
         )
     failure = verification_failure(m, delta_b, candidates=candidates)
     if _differs(result.failure_probability, failure):
-        yield "failure_probability", (
-            f"Fact 4.2 gives {failure!r} for {m} samples at base delta {delta_b!r} and "
-            f"{candidates} candidate(s)"
+        yield (
+            "failure_probability",
+            (
+                f"Fact 4.2 gives {failure!r} for {m} samples at base delta {delta_b!r} and "
+                f"{candidates} candidate(s)"
+            ),
         )
 
 
@@ -244,9 +260,12 @@ def _delta(result: Any) -> Iterator[tuple[str, str]]:
         released = min(max(overall_delta(m, base, candidates=count), result.delta), 1.0)
         failure = verification_failure(m, base, candidates=count) if base < 1.0 else 0.0
     if _below(result.certified_delta, released):
-        yield "certified_delta", (
-            f"its own verification evidence (mean {observed!r} against thresholds "
-            f"{thresholds!r}, {m} samples) releases {released!r}"
+        yield (
+            "certified_delta",
+            (
+                f"its own verification evidence (mean {observed!r} against thresholds "
+                f"{thresholds!r}, {m} samples) releases {released!r}"
+            ),
         )
     if base != result.base_delta:
         yield "base_delta", f"its own verification evidence accepts threshold {base!r}"
@@ -282,10 +301,13 @@ def _curve(result: Any) -> Iterator[tuple[str, str]]:
     for g, (hat, upper) in enumerate(zip(result.delta, result.certified_delta, strict=True)):
         floor = min(floor, kl_upper_confidence(min(hat, 1.0), int(result.samples), level))
         if _below(upper, floor):
-            yield "certified_delta", (
-                f"entry {g} (epsilon {result.epsilons[g]!r}) is below {floor!r}, the KL upper "
-                f"confidence bound of its own estimate on {result.samples} samples at failure "
-                f"probability {result.failure_probability!r}"
+            yield (
+                "certified_delta",
+                (
+                    f"entry {g} (epsilon {result.epsilons[g]!r}) is below {floor!r}, the KL upper "
+                    f"confidence bound of its own estimate on {result.samples} samples at failure "
+                    f"probability {result.failure_probability!r}"
+                ),
             )
             return
 
