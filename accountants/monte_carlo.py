@@ -25,7 +25,7 @@ import numpy as np
 
 from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
 from minsep.framework import validation as v
-from minsep.framework.backend import BACKEND_SPECS, get_backend
+from minsep.framework.backend import BACKEND_SPECS, get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
@@ -326,7 +326,9 @@ class MonteCarloAccountant(Accountant):
 
     def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
         """None when ``scheme.loss_model(strategy)`` exists, else the text of the
-        NotAccountableError (or ConfigurationError, e.g. bands > min-sep) it raises."""
+        NotAccountableError (or ConfigurationError, e.g. bands > min-sep) it raises. An invalid
+        ``MINSEP_KERNELS`` raises: it is the environment's error, not the pair's."""
+        requested_kernels()
         try:
             scheme.loss_model(strategy)
         except (NotAccountableError, ConfigurationError) as exc:

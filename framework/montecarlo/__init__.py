@@ -17,6 +17,7 @@ Modules, each with one job:
 * :mod:`.evr` — certified epsilon, certified delta, certified epsilon(delta) curve.
 * :mod:`.calibration` — Algorithm 5 over a geometric sigma sweep reusing the draws.
 * :mod:`.planning` — memory per chunk, chunk sizes from a memory budget, time estimates.
+* :mod:`.cache` — seeded answers reused; :mod:`.trust` — what is read back checked first.
 """
 
 from minsep.framework.montecarlo.accumulators import (

@@ -129,3 +129,16 @@ def test_the_refusals_come_as_json_errors_too(capsys: pytest.CaptureFixture[str]
     assert main([*COMPARE, "--schemes", "", "--json"]) == EXIT_ERROR
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["exit_code"] == EXIT_ERROR and "--schemes" in error["message"]
+
+
+def test_auto_does_not_skip_monte_carlo_for_an_invalid_minsep_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from minsep.framework import setup
+    from minsep.framework.errors import ConfigurationError
+
+    monkeypatch.setenv("MINSEP_KERNELS", "garbage")
+    accountant = setup.build_accountant("monte_carlo")
+    scheme = setup.build_scheme("b_min_sep", 16, 1 / 8, {"min_sep": 4})
+    with pytest.raises(ConfigurationError, match="MINSEP_KERNELS"):
+        accountant.why_not(scheme, setup.build_strategy(16, 4))
