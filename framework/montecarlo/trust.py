@@ -66,8 +66,12 @@ def check_question(result: Any, asked: Mapping[str, Any]) -> None:
 
 
 def problems(result: Any) -> Iterator[tuple[str, str]]:
-    """``(field, why)`` for every invariant ``result`` breaks (module docstring)."""
-    return _CHECKS.get(result.kind, _nothing)(result)
+    """``(field, why)`` for every invariant ``result`` breaks (module docstring); evidence
+    that cannot be read (missing keys, wrong types) is one of them."""
+    try:
+        yield from _CHECKS.get(result.kind, _nothing)(result)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        yield "evidence", f"cannot be read ({type(exc).__name__}: {exc})"
 
 
 def _raise(result: Any, found: Iterable[tuple[str, str]]) -> None:

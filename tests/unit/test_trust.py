@@ -184,6 +184,17 @@ def test_a_fact42_certificate_is_rederived_from_its_candidates() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "evidence",
+    [{"rule": "fact42", "declared": 8, "candidates": [1.0]},
+     {"rule": "fact42", "declared": 8, "candidates": "x", "verification_means": [0.0]},
+     {"rule": "fact42", "declared": "many"}],
+)  # fmt: skip
+def test_unreadable_evidence_is_refused(evidence: dict[str, Any]) -> None:
+    result: Any = _results()["fact42"]
+    _refused(attrs.evolve(result, evidence=evidence), "evidence", "cannot be read")
+
+
 def test_a_betting_certificate_keeps_to_its_level_and_point() -> None:
     result: Any = _results()["betting"]
     _refused(
