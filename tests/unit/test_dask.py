@@ -285,8 +285,11 @@ def test_dask_executor_is_validated(tmp_path: Path) -> None:
             DaskExecutor(**bad)
     DaskExecutor(scheduler="127.0.0.1:8786")
     scheduler_file = tmp_path / "scheduler.json"
-    scheduler_file.write_text("{}")
+    scheduler_file.write_text('{"address": "tcp://127.0.0.1:8786"}')
     DaskExecutor(scheduler=str(scheduler_file))  # a scheduler file must exist (checked early)
+    scheduler_file.write_text("{}")  # and name the scheduler's address
+    with pytest.raises(ConfigurationError, match="has no address"):
+        DaskExecutor(scheduler=str(scheduler_file))
 
 
 def test_missing_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
