@@ -159,17 +159,18 @@ class AnswerCache:
         self.report(" ".join(message.split()))  # one line
 
     def trusted(self) -> bool:
-        """True when ``folder`` and its parent (the cache root) exist and only this user can
-        write them; else (when they exist) a warning says why and how to fix it."""
+        """True when ``folder`` exists and only this user can write it (and so replace its
+        entries: a folder above it that others can write only lets them swap in a folder of
+        their own, which this refuses); else (when it exists) a warning says why and how to
+        fix it."""
         from minsep.framework.montecarlo import trust
 
-        for folder in (self.folder.parent, self.folder):
-            if not folder.exists():
-                return False
-            problem = trust.others_can_write(folder, "answers", fix=f"set {CACHE_ENV}")
-            if problem is not None:
-                self._tell(f"answer cache: refusing to use it: {problem}")
-                return False
+        if not self.folder.exists():
+            return False
+        problem = trust.others_can_write(self.folder, "answers", fix=f"set {CACHE_ENV}")
+        if problem is not None:
+            self._tell(f"answer cache: refusing to use it: {problem}")
+            return False
         return True
 
     def _usable(self) -> bool:
