@@ -6,7 +6,8 @@ whole run's ε bounds them; where the scheme declares that its first k steps are
 scheme (``SamplingScheme.prefix_scheme``: Poisson and b-min-sep, whose per-step law does not
 depend on n) and the strategy is lower triangular (every registered one is: the first k noisy
 outputs use only rows 1..k of C), the k-step mechanism is accounted directly by the
-deterministic certified accountants (exact PLD, Rényi DP, unamplified Gaussian) and the smaller ε is reported.
+deterministic certified accountants (exact PLD, Rényi DP, unamplified Gaussian) and the
+smallest ε is reported.
 """
 
 from __future__ import annotations

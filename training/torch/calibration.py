@@ -40,9 +40,7 @@ def stderr_lines(text: str) -> None:
     print(f"minsep: {text}", file=sys.stderr, flush=True)
 
 
-def _candidates(
-    name: str, options: Mapping[str, Any] | None
-) -> list[tuple[str, Accountant]]:
+def _candidates(name: str, options: Mapping[str, Any] | None) -> list[tuple[str, Accountant]]:
     names = [n for n in PREFERENCE if n in accountants] if name == AUTO else [name]
     return [(n, build_accountant(n, options, strict=name != AUTO)) for n in names]
 

@@ -9,8 +9,8 @@ optimizer and the accountant view.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sized
+from typing import Any, cast
 
 import attrs
 import torch
@@ -25,13 +25,13 @@ from minsep.framework.registries import schemes, strategies
 from minsep.framework.setup import AUTO, build_accountant, select_accountant
 from minsep.framework.validation import check_range
 from minsep.schemes.torch_adapter import SchemeBatchSampler
-from minsep.training.private import PrivateRun
 from minsep.torch.accountant import PrivacyAccountant, PrivacySpent
 from minsep.torch.calibration import Say, calibrate, stderr_lines
 from minsep.torch.clipping import Loss
 from minsep.torch.loader import ResumableBatchSampler, scheme_loader
 from minsep.torch.noise import NoiseStream
 from minsep.torch.optimizer import PrivateOptimizer
+from minsep.training.private import PrivateRun
 
 __all__ = ["PrivateTraining", "make_private"]
 
@@ -161,7 +161,7 @@ def make_private(
             "one (a target epsilon to calibrate sigma for, or sigma itself)"
         )
     dataset = data.dataset if isinstance(data, DataLoader) else data
-    size = len(dataset)
+    size = len(cast(Sized, dataset))
     the_scheme = _scheme(scheme, steps, _rate(rate, batch_size, size), scheme_options or {})
     n = the_scheme.n_steps
     the_strategy = _strategy(strategy, n, strategy_options or {})

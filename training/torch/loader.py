@@ -68,6 +68,7 @@ def scheme_loader(
     When ``data`` is a DataLoader, its dataset, ``collate_fn``, ``num_workers``,
     ``pin_memory`` and ``worker_init_fn`` are kept and its own sampling is replaced.
     """
+    kept: dict[str, Any]
     if isinstance(data, DataLoader):
         kept = {
             "collate_fn": data.collate_fn,

@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from minsep.framework.errors import MinsepError
-from minsep.training.private import PrivateRun
 from minsep.torch.clipping import Loss, clipped_gradient_sum
 from minsep.torch.noise import NoiseStream
+from minsep.training.private import PrivateRun
 
 __all__ = ["PrivacyBudgetError", "PrivateOptimizer"]
 
@@ -53,20 +53,16 @@ class PrivateOptimizer(torch.optim.Optimizer):
         self.noise = noise
         self.chunk_size = chunk_size
         self.steps_taken = 0
+        self._share()
         self._optimizer_step_pre_hooks: dict[int, Any] = {}
         self._optimizer_step_post_hooks: dict[int, Any] = {}
 
-    @property  # type: ignore[override]
-    def param_groups(self) -> list[dict[str, Any]]:
-        return self.original.param_groups
-
-    @property  # type: ignore[override]
-    def state(self) -> Any:
-        return self.original.state
-
-    @property  # type: ignore[override]
-    def defaults(self) -> dict[str, Any]:
-        return self.original.defaults
+    def _share(self) -> None:
+        """Use the wrapped optimizer's parameter groups, state and defaults (the same objects;
+        again after it loads a state, which rebinds them)."""
+        self.param_groups = self.original.param_groups
+        self.state = self.original.state
+        self.defaults = self.original.defaults
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.original.zero_grad(set_to_none=set_to_none)
@@ -107,6 +103,7 @@ class PrivateOptimizer(torch.optim.Optimizer):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved; the noise continues bit-identically."""
         self.original.load_state_dict(state_dict["optimizer"])
+        self._share()
         if self.noise is not None:
             self.noise.load_state_dict(state_dict["noise"])
         self.steps_taken = int(state_dict["steps_taken"])
