@@ -131,8 +131,25 @@ def load_data(args: argparse.Namespace) -> Dataset:
     return load_digits(seed=args.data_seed, scaling=args.scaling)
 
 
-def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> PrivateRun:
-    """Scheme, strategy and (unless ``--non-private``) the calibrated σ, in one PrivateRun."""
+def stderr_note(args: argparse.Namespace) -> Any:
+    """Where the first answer, the plan and the cache lines go: one ``minsep:`` line each on
+    stderr, nothing with ``--quiet`` (the results stay on stdout)."""
+
+    def note(text: str) -> None:
+        if not getattr(args, "quiet", False):
+            print(f"minsep: {text}", file=sys.stderr, flush=True)
+
+    return note
+
+
+def build_run(
+    args: argparse.Namespace, data: Dataset, say: Any = print, note: Any = None
+) -> PrivateRun:
+    """Scheme, strategy and (unless ``--non-private``) the calibrated σ, in one PrivateRun.
+
+    ``say`` prints results (σ and its certificate), ``note`` the first answer, the samples
+    chosen, the plan and cache lines (default: stderr, see :func:`stderr_note`)."""
+    note = note or stderr_note(args)
     if args.max_batch_size is not None and args.dataset_size is None:
         # truncation needs the public dataset size: it is the training set's
         args = argparse.Namespace(**{**vars(args), "dataset_size": data.train_size})
@@ -159,12 +176,12 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
     target = {"epsilon": args.epsilon, "delta": args.delta}
     early = first_answer("calibrate", scheme, strategy, target, accountant)
     if early is not None:
-        say(early.line())
+        note(early.line())
     accountant, stated = choose_samples(
         args, accountant, scheme, strategy, "calibrate", target, TRAIN_PRECISION
     )
     detail = f" ({stated}; --workers)" if stated else ""
-    say(
+    note(
         f"calibrating sigma for (epsilon={args.epsilon:g}, delta={args.delta:g}) with "
         f"accountant {accountant.registry_name!r}{detail} ..."
     )
@@ -178,7 +195,7 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
         lambda: accountant.calibrate(scheme, strategy, args.epsilon, args.delta),
     )
     if when is not None:
-        say(describe_hit(when, calibration))
+        note(describe_hit(when, calibration))
     run = PrivateRun(
         scheme,
         strategy,
@@ -190,8 +207,8 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
     assert run.calibration is not None
     say(f"sigma = {run.sigma:.6g}  ({time.perf_counter() - started:.1f} s)")
     say(f"  {certificate_text(run.calibration)}")
-    for note in run.calibration.notes:
-        say(f"  note: {note}")
+    for remark in run.calibration.notes:
+        say(f"  note: {remark}")
     return run
 
 

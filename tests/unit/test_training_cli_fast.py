@@ -23,13 +23,17 @@ def test_train_says_a_first_sigma_then_reuses_a_seeded_calibration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = _train(tmp_path / "a.json", "--seed", "1")
-    out = capsys.readouterr().out
-    assert "first answer (deterministic upper bound" in out and "sigma = " in out
-    assert out.index("first answer") < out.index("calibrating sigma")
-    assert "cached answer" not in out
+    captured = capsys.readouterr()
+    # issue 30, friction 7: the first answer, plan and cache lines go to stderr, results to stdout
+    err = captured.err
+    assert "minsep: first answer (deterministic upper bound" in err
+    assert err.index("first answer") < err.index("calibrating sigma")
+    assert "first answer" not in captured.out and "calibrating sigma" not in captured.out
+    assert "sigma = " in captured.out and "test accuracy" in captured.out
+    assert "cached answer" not in err
     again = _train(tmp_path / "b.json", "--seed", "1")
-    assert "cached answer from " in capsys.readouterr().out
+    assert "cached answer from " in capsys.readouterr().err
     assert again == first
     fresh = _train(tmp_path / "c.json", "--seed", "1", "--no-cache")
-    assert "cached answer" not in capsys.readouterr().out
+    assert "cached answer" not in capsys.readouterr().err
     assert fresh["sigma"] == first["sigma"]  # same seed, same draws
