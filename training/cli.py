@@ -18,6 +18,7 @@ same code is answered at once the next time (``--no-cache`` to recompute).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from typing import Any
@@ -38,7 +39,7 @@ from minsep.framework.cli.common import (
 from minsep.framework.cli.first_answer import first_answer
 from minsep.framework.cli.sample_choice import choose_samples
 from minsep.framework.environment import environment
-from minsep.framework.errors import ConfigurationError
+from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.interfaces import Accountant
 from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
 from minsep.framework.registries import accountants
@@ -177,25 +178,11 @@ def build_run(
     early = first_answer("calibrate", scheme, strategy, target, accountant)
     if early is not None:
         note(early.line())
-    accountant, stated = choose_samples(
-        args, accountant, scheme, strategy, "calibrate", target, TRAIN_PRECISION
-    )
-    detail = f" ({stated}; --workers)" if stated else ""
-    note(
-        f"calibrating sigma for (epsilon={args.epsilon:g}, delta={args.delta:g}) with "
-        f"accountant {accountant.registry_name!r}{detail} ..."
-    )
-    if not args.quiet:
-        show_plans()
     started = time.perf_counter()
-    key = None if args.no_cache else question_key("calibrate", scheme, strategy, target, accountant)
-    calibration, when = AnswerCache().answer(
-        key,
-        CalibrationResult,
-        lambda: accountant.calibrate(scheme, strategy, args.epsilon, args.delta),
-    )
-    if when is not None:
-        note(describe_hit(when, calibration))
+    candidates = [accountant]
+    if args.accountant == AUTO:  # the rest of the auto order, should one not answer
+        candidates += _auto_after(accountant, scheme, strategy, factory)
+    calibration = _calibrate_first(args, candidates, scheme, strategy, note)
     run = PrivateRun(
         scheme,
         strategy,
@@ -210,6 +197,63 @@ def build_run(
     for remark in run.calibration.notes:
         say(f"  note: {remark}")
     return run
+
+
+def _auto_after(first: Accountant, scheme: Any, strategy: Any, factory: Any) -> list[Accountant]:
+    """The accountants after ``first`` in the ``auto`` order that support the pair."""
+    names = [n for n in PREFERENCE if n in accountants]
+    later = names[names.index(first.registry_name) + 1 :] if first.registry_name in names else []
+    built = [factory(name) for name in later]
+    return [a for a in built if a.why_not(scheme, strategy) is None]
+
+
+def _calibrate_first(
+    args: argparse.Namespace,
+    candidates: list[Accountant],
+    scheme: Any,
+    strategy: Any,
+    note: Any,
+) -> CalibrationResult:
+    """The first candidate's certified σ; with ``--accountant auto`` a candidate that cannot
+    answer (e.g. a Monte Carlo proposal that cannot run here, or samples over --max-seconds)
+    hands over to the next, saying why (issue 30, friction 1); the last one's error stands."""
+    target = {"epsilon": args.epsilon, "delta": args.delta}
+    for position, candidate in enumerate(candidates):
+        name = candidate.registry_name
+        try:
+            accountant, stated = choose_samples(
+                args, candidate, scheme, strategy, "calibrate", target, TRAIN_PRECISION
+            )
+            detail = f" ({stated}; --workers)" if stated else ""
+            if name == "gaussian" and position > 0:
+                note("accountant 'gaussian': unamplified (no amplification by sampling credited)")
+            note(
+                f"calibrating sigma for (epsilon={args.epsilon:g}, delta={args.delta:g}) with "
+                f"accountant {name!r}{detail} ..."
+            )
+            if not args.quiet:
+                show_plans()
+            key = (
+                None
+                if args.no_cache
+                else question_key("calibrate", scheme, strategy, target, accountant)
+            )
+            calibration, when = AnswerCache().answer(
+                key,
+                CalibrationResult,
+                functools.partial(accountant.calibrate, scheme, strategy, args.epsilon, args.delta),
+            )
+        except MinsepError as exc:
+            if position + 1 == len(candidates):
+                raise
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            following = candidates[position + 1].registry_name
+            note(f"accountant {name!r} could not calibrate: {reason}; trying {following!r}")
+            continue
+        if when is not None:
+            note(describe_hit(when, calibration))
+        return calibration
+    raise AssertionError("no candidate accountant")  # candidates is never empty
 
 
 def training_config(args: argparse.Namespace, seed: int) -> TrainingConfig:
