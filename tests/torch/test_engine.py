@@ -243,6 +243,12 @@ def test_make_private_refuses_both_or_neither_of_epsilon_and_sigma() -> None:
         _private(model, epsilon=1.0)
     with pytest.raises(ConfigurationError, match="epsilon"):
         _private(model, sigma=None)
+    with pytest.raises(ConfigurationError, match="sigma"):
+        _private(model, sigma=0.0)
+    built = schemes.get("poisson").from_rate(20, 0.1)
+    with pytest.raises(ConfigurationError, match="steps"):
+        _private(model, scheme=built, scheme_options=None, steps=30)
+    assert _private(model, scheme=built, scheme_options=None, steps=None).run.n_steps == 20
 
 
 def test_calibration_prints_the_first_answer_then_the_certified_sigma() -> None:

@@ -78,6 +78,11 @@ def _scheme(
     scheme: str | SamplingScheme, steps: int | None, rate: float | None, options: Mapping[str, Any]
 ) -> SamplingScheme:
     if not isinstance(scheme, str):
+        if steps is not None and steps != scheme.n_steps:
+            raise ConfigurationError(
+                f"make_private.steps = {steps!r} is invalid: the scheme given runs "
+                f"n_steps = {scheme.n_steps} (leave steps out, or build the scheme for it)"
+            )
         return scheme
     if steps is None or rate is None:
         raise ConfigurationError(
@@ -155,6 +160,8 @@ def make_private(
         loader_options: passed to the DataLoader (``num_workers``, ``collate_fn``, ...).
     """
     check_range("make_private", "seed", seed, low=0, integer=True)
+    if sigma is not None:
+        check_range("make_private", "sigma", sigma, low=0.0, low_open=True)
     if (epsilon is None) == (sigma is None):
         raise ConfigurationError(
             f"make_private.epsilon = {epsilon!r}, sigma = {sigma!r} is invalid: give exactly "
