@@ -6,7 +6,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 DEMO_EXTRAS := fast,fftw
-TEST_EXTRAS := dev,fast,fftw,dist,plot,data
+TEST_EXTRAS := dev,fast,fftw,dist,plot,data,torch
+# The tests run minsep.torch on CPU torch, installed before the extras so that the `torch`
+# extra is already satisfied and pip never pulls a CUDA build (gigabytes). Where pip's index is
+# PyPI, take the CPU wheel from PyTorch's index:
+#   make test TORCH_PIP="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+TORCH_PIP ?= torch==2.13.0
 
 .PHONY: demo test test-all lint bench gpu-check clean venv shell
 
@@ -22,6 +27,12 @@ $(VENV)/.stamp-%: pyproject.toml | $(PY)
 comma := ,
 DEMO_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(DEMO_EXTRAS))
 TEST_STAMP := $(VENV)/.stamp-$(subst $(comma),+,$(TEST_EXTRAS))
+
+$(VENV)/.stamp-cpu-torch: | $(PY)
+	$(PIP) install -q $(TORCH_PIP)
+	touch $@
+
+$(TEST_STAMP): $(VENV)/.stamp-cpu-torch
 
 venv: $(TEST_STAMP)
 
@@ -49,6 +60,7 @@ lint: $(TEST_STAMP)
 	for f in minsep/*.py; do ln -s $(CURDIR)/$$f $(MYPY_TREE)/minsep/; done
 	for d in framework schemes strategies accountants training paper; do \
 		ln -s $(CURDIR)/$$d $(MYPY_TREE)/minsep/$$d; done
+	ln -s $(CURDIR)/training/torch $(MYPY_TREE)/minsep/torch
 	ln -s $(CURDIR)/minsep/testing $(MYPY_TREE)/minsep/testing
 	MYPYPATH=$(MYPY_TREE) $(PY) -m mypy -p minsep
 

@@ -592,7 +592,9 @@ class EscortProposal:
     ) -> SweepCalibration:
         """Algorithm 5 with escort draws: walk the sweep, stop at the first failure.
 
-        One order (the best at the sweep's middle sigma) and one scale ``s* = max_i
+        The sweep's entries from the first whose sigma no affordable order can run on (the
+        forward pass overflows at small sigma) count as failing, as if the sweep ended there.
+        One order (the best at the middle of the runnable entries) and one scale ``s* = max_i
         s_lam(sigma_i, eps)`` for every entry, so ``E[W_i / s*] = delta_i / s*`` is
         non-increasing along the sweep and one Fact 4.2 event covers it (module docstring of
         :mod:`~minsep.framework.montecarlo.calibration`). Entries whose bound ``s_i <= delta``
@@ -607,8 +609,8 @@ class EscortProposal:
         )
         config = config or EngineConfig()
         eps = float(epsilon)
-        order = choose_setup(self.setups(model, values[len(values) // 2]), eps).order
-        setups = [escort_setups(model, s, (order,), self.max_states)[0] for s in values]
+        setups = self._affordable(model, values, eps)
+        order = setups[0].order
         log_scale = max(s.log_support(eps) for s in setups)
         scale = _scale(log_scale, order, eps)
         x_b = base_delta(samples, min(delta / scale, 0.5))
@@ -683,6 +685,34 @@ class EscortProposal:
             seconds=time.perf_counter() - start,
             proposal=ProposalInfo("escort", order, setups[-1].log_z, scale, handled),
         )
+
+    def _affordable(
+        self, model: PrivacyLossModel, values: Sequence[float], eps: float
+    ) -> list[EscortSetup]:
+        """One order's setups for the sweep's leading entries that can run it.
+
+        The order is the best at the middle of the entries where some order runs; the walk
+        stops at the first entry where it cannot (a small sigma can overflow the forward
+        pass): those entries and every one after them count as failing verification, as if
+        the sweep were shorter. ConfigurationError when not even the first entry can run.
+        """
+        runnable: list[float] = []
+        for sigma in values:
+            try:
+                self.setups(model, sigma)
+            except ConfigurationError:
+                break
+            runnable.append(sigma)
+        if not runnable:
+            self.setups(model, values[0])  # raises, naming the orders and the sigma
+        order = choose_setup(self.setups(model, runnable[len(runnable) // 2]), eps).order
+        setups: list[EscortSetup] = []
+        for sigma in runnable:
+            try:
+                setups.append(escort_setups(model, sigma, (order,), self.max_states)[0])
+            except ConfigurationError:
+                break
+        return setups
 
     def locate_sigma(
         self,

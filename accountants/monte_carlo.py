@@ -657,40 +657,51 @@ class MonteCarloAccountant(Accountant):
         proposal, why = self._proposal(model, None, delta, float(epsilon))
         self._start_workers(model, 1.0)
         self._announce(model, "calibrate", 1.0)
-        if proposal is None:
-            delta_b = base_delta(self.samples, delta)
-            centre = locate_sigma(
+        try:
+            if proposal is None:
+                delta_b = base_delta(self.samples, delta)
+                centre = locate_sigma(
+                    model,
+                    epsilon,
+                    delta_b,
+                    samples=self._pilot(),
+                    seed=seed,
+                    config=config,
+                    low=self.sigma_low,
+                    high=self.sigma_high,
+                )
+            else:
+                centre = proposal.locate_sigma(
+                    model,
+                    epsilon,
+                    delta / 2.0,
+                    samples=self._pilot(),
+                    seed=seed,
+                    config=config,
+                    low=self.sigma_low,
+                    high=self.sigma_high,
+                )
+            sweep = self._sweep(centre)
+            result = calibrate_sweep(
                 model,
+                sweep,
                 epsilon,
-                delta_b,
-                samples=self._pilot(),
+                delta,
+                samples=self.samples,
                 seed=seed,
                 config=config,
-                low=self.sigma_low,
-                high=self.sigma_high,
+                proposal=proposal,
             )
-        else:
-            centre = proposal.locate_sigma(
-                model,
-                epsilon,
-                delta / 2.0,
-                samples=self._pilot(),
-                seed=seed,
-                config=config,
-                low=self.sigma_low,
-                high=self.sigma_high,
-            )
-        sweep = self._sweep(centre)
-        result = calibrate_sweep(
-            model,
-            sweep,
-            epsilon,
-            delta,
-            samples=self.samples,
-            seed=seed,
-            config=config,
-            proposal=proposal,
-        )
+        except ConfigurationError as exc:
+            if proposal is None or self.proposal != "auto":
+                raise
+            raise ConfigurationError(
+                f"MonteCarloAccountant.proposal = 'auto' chose the escort (plain sampling cannot "
+                f"certify delta = {delta:.3g} with samples = {self.samples}) but the escort "
+                f"cannot run here ({exc}); raise samples for plain sampling or use another "
+                "accountant (rdp, gaussian; --accountant auto tries them in turn)",
+                parameter="samples",
+            ) from exc
         notes = [
             f"certified ({result.epsilon:.6g}, {result.delta:.6g})-DP at sigma "
             f"{result.sigma:.6g} by Algorithm 5: every sweep entry down to it had delta_hat <= "

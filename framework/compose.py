@@ -26,6 +26,8 @@ from typing import Any
 
 import attrs
 import numpy as np
+from dp_accounting import dp_event
+from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from minsep.framework.errors import ConfigurationError
@@ -270,12 +272,27 @@ class CertifiedPLD:
     pld: pld_lib.PrivacyLossDistribution
     failure_probability: float = attrs.field(default=0.0, validator=_failure)
 
-    def compose(self, other: CertifiedPLD | pld_lib.PrivacyLossDistribution) -> CertifiedPLD:
-        """The composition with another (certified) PLD of the same discretisation interval."""
-        if isinstance(other, CertifiedPLD):
+    def compose(
+        self, other: CertifiedPLD | pld_lib.PrivacyLossDistribution | dp_event.DpEvent
+    ) -> CertifiedPLD:
+        """The composition with another (certified) PLD of the same discretisation interval,
+        or with a dp_accounting event (``GaussianDpEvent(2.0)``, ...), whose pessimistic PLD
+        is built here at this PLD's interval by dp_accounting's ``PLDAccountant``.
+
+        Raises ConfigurationError naming ``other`` for anything else (and for an event the
+        PLD accountant does not support)."""
+        if isinstance(other, dp_event.DpEvent):
+            pld, beta = _event_pld(other, _interval(self.pld)), 0.0
+        elif isinstance(other, CertifiedPLD):
             pld, beta = other.pld, other.failure_probability
-        else:
+        elif isinstance(other, pld_lib.PrivacyLossDistribution):
             pld, beta = other, 0.0
+        else:
+            raise ConfigurationError(
+                f"CertifiedPLD.compose other = {other!r} is invalid: must be a CertifiedPLD, a "
+                "dp_accounting PrivacyLossDistribution or a dp_accounting DpEvent",
+                parameter="other",
+            )
         try:
             composed = self.pld.compose(pld)
         except ValueError as exc:
@@ -297,3 +314,23 @@ class CertifiedPLD:
         if rest <= 0:
             return math.inf
         return float(self.pld.get_epsilon_for_delta(rest))
+
+
+def _interval(pld: pld_lib.PrivacyLossDistribution) -> float:
+    """The PLD's value discretisation interval (dp_accounting keeps it on its PMFs)."""
+    pmf = getattr(pld, "_pmf_remove", None)
+    return float(getattr(pmf, "_discretization", DEFAULT_INTERVAL))
+
+
+def _event_pld(event: dp_event.DpEvent, interval: float) -> pld_lib.PrivacyLossDistribution:
+    """The pessimistic PLD dp_accounting's PLD accountant builds for ``event``."""
+    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
+    if not accountant.supports(event):
+        raise ConfigurationError(
+            f"CertifiedPLD.compose other = {event!r} is invalid: dp_accounting's PLD accountant "
+            "does not support this event",
+            parameter="other",
+        )
+    accountant.compose(event)
+    pld: pld_lib.PrivacyLossDistribution = accountant._pld
+    return pld

@@ -470,6 +470,12 @@ class SamplingScheme(ABC):
         other data (e.g. an attribution graph) document what they take.
         """
 
+    def prefix_scheme(self, n_steps: int) -> SamplingScheme | None:
+        """The ``n_steps``-step scheme whose batches have the law of this scheme's first
+        ``n_steps`` batches, or None when there is none (default: the law may depend on the
+        run's length, e.g. balls in bins). Used to account a prefix of a run directly."""
+        return None
+
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """The Monte Carlo accounting hook; raise NotAccountableError when there is none."""
         raise NotAccountableError(f"scheme {self.name!r} has no Monte Carlo loss model")

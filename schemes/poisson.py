@@ -61,6 +61,10 @@ class Poisson(SchemeBase):
             ({"n_steps": 10, "rate": 1.5}, "rate"),
         ]
 
+    def prefix_scheme(self, n_steps: int) -> Poisson:
+        """The first ``n_steps`` steps: the same per-step law (it does not depend on n)."""
+        return attrs.evolve(self, n_steps=n_steps)
+
     def generate_batches(
         self, prepared: Any, rng: np.random.Generator, keep: Keep | None
     ) -> Iterator[np.ndarray]:

@@ -18,6 +18,7 @@ same code is answered at once the next time (``--no-cache`` to recompute).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -39,7 +40,7 @@ from minsep.framework.cli.common import (
 from minsep.framework.cli.first_answer import first_answer
 from minsep.framework.cli.sample_choice import choose_samples
 from minsep.framework.environment import environment
-from minsep.framework.errors import ConfigurationError
+from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.interfaces import Accountant
 from minsep.framework.montecarlo.cache import AnswerCache, describe_hit, question_key
 from minsep.framework.registries import accountants
@@ -132,8 +133,25 @@ def load_data(args: argparse.Namespace) -> Dataset:
     return load_digits(seed=args.data_seed, scaling=args.scaling)
 
 
-def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> PrivateRun:
-    """Scheme, strategy and (unless ``--non-private``) the calibrated σ, in one PrivateRun."""
+def stderr_note(args: argparse.Namespace) -> Any:
+    """Where the first answer, the plan and the cache lines go: one ``minsep:`` line each on
+    stderr, nothing with ``--quiet`` (the results stay on stdout)."""
+
+    def note(text: str) -> None:
+        if not getattr(args, "quiet", False):
+            print(f"minsep: {text}", file=sys.stderr, flush=True)
+
+    return note
+
+
+def build_run(
+    args: argparse.Namespace, data: Dataset, say: Any = print, note: Any = None
+) -> PrivateRun:
+    """Scheme, strategy and (unless ``--non-private``) the calibrated σ, in one PrivateRun.
+
+    ``say`` prints results (σ and its certificate), ``note`` the first answer, the samples
+    chosen, the plan and cache lines (default: stderr, see :func:`stderr_note`)."""
+    note = note or stderr_note(args)
     if args.max_batch_size is not None and args.dataset_size is None:
         # truncation needs the public dataset size: it is the training set's
         args = argparse.Namespace(**{**vars(args), "dataset_size": data.train_size})
@@ -160,27 +178,12 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
     target = {"epsilon": args.epsilon, "delta": args.delta}
     early = first_answer("calibrate", scheme, strategy, target, accountant)
     if early is not None:
-        say(early.line())
-    accountant, stated = choose_samples(
-        args, accountant, scheme, strategy, "calibrate", target, TRAIN_PRECISION
-    )
-    detail = f" ({stated}; --workers)" if stated else ""
-    say(
-        f"calibrating sigma for (epsilon={args.epsilon:g}, delta={args.delta:g}) with "
-        f"accountant {accountant.registry_name!r}{detail} ..."
-    )
-    if not args.quiet:
-        show_plans()
+        note(early.line())
     started = time.perf_counter()
-    key = None if args.no_cache else question_key("calibrate", scheme, strategy, target, accountant)
-    calibration, when = AnswerCache().answer(
-        key,
-        CalibrationResult,
-        lambda: accountant.calibrate(scheme, strategy, args.epsilon, args.delta),
-        target,
-    )
-    if when is not None:
-        say(describe_hit(when, calibration))
+    candidates = [accountant]
+    if args.accountant == AUTO:  # the rest of the auto order, should one not answer
+        candidates += _auto_after(accountant, scheme, strategy, factory)
+    calibration = _calibrate_first(args, candidates, scheme, strategy, note)
     run = PrivateRun(
         scheme,
         strategy,
@@ -192,9 +195,67 @@ def build_run(args: argparse.Namespace, data: Dataset, say: Any = print) -> Priv
     assert run.calibration is not None
     say(f"sigma = {run.sigma:.6g}  ({time.perf_counter() - started:.1f} s)")
     say(f"  {certificate_text(run.calibration)}")
-    for note in run.calibration.notes:
-        say(f"  note: {note}")
+    for remark in run.calibration.notes:
+        say(f"  note: {remark}")
     return run
+
+
+def _auto_after(first: Accountant, scheme: Any, strategy: Any, factory: Any) -> list[Accountant]:
+    """The accountants after ``first`` in the ``auto`` order that support the pair."""
+    names = [n for n in PREFERENCE if n in accountants]
+    later = names[names.index(first.registry_name) + 1 :] if first.registry_name in names else []
+    built = [factory(name) for name in later]
+    return [a for a in built if a.why_not(scheme, strategy) is None]
+
+
+def _calibrate_first(
+    args: argparse.Namespace,
+    candidates: list[Accountant],
+    scheme: Any,
+    strategy: Any,
+    note: Any,
+) -> CalibrationResult:
+    """The first candidate's certified σ; with ``--accountant auto`` a candidate that cannot
+    answer (e.g. a Monte Carlo proposal that cannot run here, or samples over --max-seconds)
+    hands over to the next, saying why (issue 30, friction 1); the last one's error stands."""
+    target = {"epsilon": args.epsilon, "delta": args.delta}
+    for position, candidate in enumerate(candidates):
+        name = candidate.registry_name
+        try:
+            accountant, stated = choose_samples(
+                args, candidate, scheme, strategy, "calibrate", target, TRAIN_PRECISION
+            )
+            detail = f" ({stated}; --workers)" if stated else ""
+            if name == "gaussian" and position > 0:
+                note("accountant 'gaussian': unamplified (no amplification by sampling credited)")
+            note(
+                f"calibrating sigma for (epsilon={args.epsilon:g}, delta={args.delta:g}) with "
+                f"accountant {name!r}{detail} ..."
+            )
+            if not args.quiet:
+                show_plans()
+            key = (
+                None
+                if args.no_cache
+                else question_key("calibrate", scheme, strategy, target, accountant)
+            )
+            calibration, when = AnswerCache().answer(
+                key,
+                CalibrationResult,
+                functools.partial(accountant.calibrate, scheme, strategy, args.epsilon, args.delta),
+                target,
+            )
+        except MinsepError as exc:
+            if position + 1 == len(candidates):
+                raise
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            following = candidates[position + 1].registry_name
+            note(f"accountant {name!r} could not calibrate: {reason}; trying {following!r}")
+            continue
+        if when is not None:
+            note(describe_hit(when, calibration))
+        return calibration
+    raise AssertionError("no candidate accountant")  # candidates is never empty
 
 
 def training_config(args: argparse.Namespace, seed: int) -> TrainingConfig:

@@ -783,9 +783,16 @@ def answer(
     early = None
     key = None  # no question: no answer cache
     if question is not None:
-        accountant, stated = choose_samples(
-            args, accountant, scheme, strategy, question, dict(numbers or {})
-        )
+        try:
+            accountant, stated = choose_samples(
+                args, accountant, scheme, strategy, question, dict(numbers or {})
+            )
+        except ConfigurationError:
+            # refused (e.g. over --max-seconds): the first answer is still worth having
+            early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
+            if early is not None and not quiet(args):
+                print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
+            raise
         key = _cache_key(args, question, numbers, accountant, scheme, strategy)
         if not _cache_holds(key):
             _start_workers(accountant, scheme, strategy, numbers)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 from fractions import Fraction
 
 import attrs
@@ -166,11 +167,18 @@ def format_curve(result: CurveResult) -> list[str]:
     lines = [f"{'epsilon':>10}  {'delta (estimate)':>18}  {'delta (certified)':>18}"]
     for eps, hat, upper in zip(result.epsilons, result.delta, result.certified_delta, strict=True):
         lines.append(f"{common.fmt(eps):>10}  {common.fmt(hat):>18}  {common.fmt(upper):>18}")
+    floor = delta_floor(result)
     if result.target_deltas:
         lines.append(f"{'delta':>10}  {'epsilon (certified)':>18}")
         for delta, eps in zip(result.target_deltas, result.certified_epsilons, strict=True):
-            lines.append(f"{common.fmt(delta):>10}  {common.fmt(eps):>18}")
+            mark = "  (below the delta floor)" if math.isinf(eps) and delta <= floor else ""
+            lines.append(f"{common.fmt(delta):>10}  {common.fmt(eps):>18}{mark}")
     lines.append(f"sigma                {common.fmt(result.sigma)}")
+    if result.samples is not None:
+        lines.append(
+            f"delta floor          {common.fmt(floor)}: no smaller delta is certified at any "
+            f"epsilon (set by the {result.samples:,} samples; more --samples lower it)"
+        )
     if beta > 0:
         lines.append(
             f"failure probability  {beta:.2g} for the whole curve (not folded in: the run is "
@@ -184,6 +192,12 @@ def format_curve(result: CurveResult) -> list[str]:
     lines.append(f"accountant           {result.accountant} ({result.method})")
     lines.extend(f"note: {note}" for note in result.notes)
     return lines
+
+
+def delta_floor(result: CurveResult) -> float:
+    """The smallest delta the curve certifies at any epsilon, failure probability included
+    (a sampled curve cannot go lower: epsilon(delta) is inf below it)."""
+    return min(result.guarantee(eps) for eps in result.epsilons)
 
 
 def curve_csv(result: CurveResult) -> str:
@@ -231,6 +245,14 @@ def _run(args: argparse.Namespace) -> int:
         result = attrs.evolve(result, notes=(*result.notes, chosen))
     if args.deltas:
         result = result.with_epsilons(args.deltas)
+    below = [d for d, e in zip(result.target_deltas, result.certified_epsilons, strict=True)
+             if math.isinf(e)]  # fmt: skip
+    if below and not common.quiet(args):
+        common.warn(
+            f"epsilon(delta) is inf at delta = {', '.join(common.fmt(d) for d in below)}: below "
+            f"the curve's delta floor {common.fmt(delta_floor(result))}"
+            + (" (set by the samples; more --samples lower it)" if result.samples else "")
+        )
     if args.json:
         common.print_json(result)
     elif args.csv:

@@ -131,6 +131,10 @@ class BMinSep(SchemeBase):
             ({"n_steps": 10, "rate": 0.1, "min_sep": 2, "warm_start": "yes"}, "warm_start"),
         ]
 
+    def prefix_scheme(self, n_steps: int) -> BMinSep:
+        """The first ``n_steps`` steps: the same per-step law (it does not depend on n)."""
+        return attrs.evolve(self, n_steps=n_steps)
+
     @property
     def probability(self) -> float:
         """The per-step sampling probability ``p = p0 / (1 - p0 (b - 1))`` (<= 1)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import multiprocessing
 import os
 import resource
@@ -47,10 +48,16 @@ EXPECTATIONS = (CLEAR_ERROR, VALID, BOUNDED)
 
 #: Worker address-space cap (bytes): far above any tiny configuration's needs.
 MEMORY_LIMIT = 4 << 30
-#: Default deadline of one case (seconds); only a hang detector, cases take well under 2 s.
+#: Default CPU-time budget of one case (CPU seconds, each process of the case); only a hang
+#: detector, cases take well under 2 CPU-s. A budget of CPU time, not of wall time: a loaded
+#: machine slows a case down without making it spend more CPU, so no verdict depends on the
+#: machine's speed or load (issue 30, friction 9).
 DEFAULT_TIMEOUT = 20.0
-#: Deadline of a case run as a real ``python -m minsep`` process (interpreter start included).
+#: Budget of a case run as a real ``python -m minsep`` process (interpreter start included).
 SUBPROCESS_TIMEOUT = 40.0
+#: A case that spends no CPU yet never answers (a deadlock) is ended after this many wall
+#: seconds per CPU second of budget: a backstop far beyond any load, never a speed check.
+DEADLOCK_FACTOR = 30.0
 
 #: A value check: None when the value is sane, else the problem in words.
 Check = Callable[[Any], str | None]
@@ -80,7 +87,7 @@ class Case:
         names: an error message must contain one of these (case-insensitive, ``-`` = ``_``).
         contains: an error message must contain all of these as well (e.g. "did you mean").
         check: extra check of a returned value / parsed JSON output / CLI stdout.
-        timeout: the deadline in seconds.
+        timeout: the CPU-time budget in CPU seconds (per process of the case).
         note: why the case is there (for readers of the catalogue).
     """
 
@@ -265,6 +272,29 @@ def _limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
+def _limit_cpu(seconds: float) -> None:
+    """SIGXCPU after ``seconds`` of CPU time (SIGKILL 5 s later), inherited by children."""
+    soft = max(1, math.ceil(seconds))
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
+
+
+def _limits(cpu_seconds: float) -> None:
+    _limit_memory()
+    _limit_cpu(cpu_seconds)
+
+
+def _deadlock_backstop(case: Case) -> float:
+    return case.timeout * DEADLOCK_FACTOR
+
+
+def _ended(code: int | None, case: Case) -> str | None:
+    """The verdict text for a process ended by its CPU budget (None otherwise)."""
+    if code is not None and code in (-signal.SIGXCPU, -signal.SIGKILL):
+        return f"hang: more than {case.timeout:g} CPU-s without an answer"
+    return None
+
+
 def _run_cli_here(case: Case) -> Verdict:
     from minsep.framework.cli.main import main
 
@@ -294,6 +324,7 @@ def _run_cli_here(case: Case) -> Verdict:
 def _worker(case: Case, conn: Any) -> None:
     os.setsid()  # its own process group: a timeout ends the worker and anything it started
     _limit_memory()
+    _limit_cpu(case.timeout)
     try:
         verdict = _run_cli_here(case) if case.kind == "cli" else judge_api(case)
     except BaseException as exc:  # a failing check must still report
@@ -321,19 +352,23 @@ def _run_forked(case: Case) -> Verdict:
         process.start()
     send.close()
     try:
-        if receive.poll(case.timeout):
+        if receive.poll(_deadlock_backstop(case)):
             try:
                 return receive.recv()  # type: ignore[no-any-return]
             except EOFError:
                 pass
         else:
-            return Verdict(False, f"hang: no answer within {case.timeout:g} s")
+            return Verdict(
+                False, f"deadlock: no answer and no CPU use within {_deadlock_backstop(case):g} s"
+            )
     finally:
         if process.is_alive() and process.pid is not None:
             _kill_group(process.pid)
         process.join(5)
         receive.close()
     code = process.exitcode
+    if (hang := _ended(code, case)) is not None:
+        return Verdict(False, hang)
     how = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
     return Verdict(False, f"worker crashed ({how}) without an answer")
 
@@ -354,14 +389,16 @@ def _run_subprocess(case: Case) -> Verdict:
         text=True,
         env=env,
         start_new_session=True,  # its own process group, ended as a whole on a timeout
-        preexec_fn=_limit_memory,  # the memory cap; nothing else runs between fork and exec
+        preexec_fn=lambda: _limits(case.timeout),  # nothing else runs between fork and exec
     )
     try:
-        stdout, stderr = process.communicate(timeout=case.timeout)
+        stdout, stderr = process.communicate(timeout=_deadlock_backstop(case))
     except subprocess.TimeoutExpired:
         _kill_group(process.pid)
         process.communicate()
-        return Verdict(False, f"hang: no exit within {case.timeout:g} s")
+        return Verdict(False, f"deadlock: no exit within {_deadlock_backstop(case):g} s")
+    if (hang := _ended(process.returncode, case)) is not None:
+        return Verdict(False, hang)
     if process.returncode < 0:
         return Verdict(False, f"killed by signal {-process.returncode}")
     return judge_cli(case, process.returncode, stdout, stderr)

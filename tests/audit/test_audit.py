@@ -39,3 +39,15 @@ def test_catalogue_is_large_and_consistent() -> None:
 def test_case(case: Case) -> None:
     verdict = run_case(case)
     assert verdict.passed, f"{case.id} (expected {case.expect}): {verdict.observed}"
+
+
+def test_a_spinning_case_is_ended_by_its_cpu_budget_not_by_the_clock() -> None:
+    """Issue 30, friction 9: the hang detector counts CPU seconds (the same on a loaded
+    machine), so a slow machine cannot fail a case; a case that spins is still caught."""
+
+    def spin() -> None:
+        while True:
+            pass
+
+    verdict = run_case(Case(id="spin", area="audit", expect="valid", call=spin, timeout=1.0))
+    assert not verdict.passed and "more than 1 CPU-s" in verdict.observed, verdict

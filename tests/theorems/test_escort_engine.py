@@ -27,6 +27,7 @@ from minsep.accountants.escort_engine import (
     escort_setups,
 )
 from minsep.accountants.escort_kernels import NUMBA_AVAILABLE
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction
 from minsep.framework.montecarlo import (
     EngineConfig,
@@ -241,6 +242,27 @@ def test_escort_calibration_is_sound() -> None:
     )
     assert exact <= delta
     assert 0 < result.index < len(sweep) - 1  # it walked, and it stopped
+
+
+def test_escort_calibration_stops_where_the_escort_cannot_run() -> None:
+    """Issue 30, friction 1: a sweep reaching a sigma too small for every affordable order
+    (the forward pass overflows: 0.05 and below here) used to raise from inside the sweep.
+    Those entries now count as failing: the walk stops before them and still certifies."""
+    model = BMinSepLossModel(
+        coefficients=tuple(BandedToeplitz.for_steps(20, bands=4).coefficients),
+        n_steps=20,
+        min_sep=4,
+        probability=BMinSep(n_steps=20, rate=1 / 16, min_sep=4).probability,
+        warm_start=True,
+    )
+    with pytest.raises(ConfigurationError, match="no order fits"):
+        escort_setups(model, 0.05)
+    sweep = (8.0, 6.0, 4.0, 0.05, 0.02)
+    result = calibrate_sweep(
+        model, sweep, 4.0, 1e-5, samples=2_000, seed=0, config=QUIET, proposal=EscortProposal()
+    )
+    assert result.index <= 2 and result.sigma >= 4.0
+    assert all(math.isnan(d) for d in result.deltas[3:])
 
 
 # -- a wrong support bound is caught -----------------------------------------------------

@@ -143,3 +143,22 @@ def test_curve_gives_the_epsilon_of_delta_view(capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main([*base, "--failure-probability", "1e-3", "--csv"]) == 0
     assert "is not what accountant 'pld' spends" in capsys.readouterr().err
+
+
+def test_curve_states_its_delta_floor_and_marks_epsilons_below_it(
+    toy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30, friction 6: a sampled curve certifies delta only down to a floor set by its
+    samples; the table says so in a line, marks epsilon(delta) = inf rows below it, and stderr
+    says why they are inf."""
+    assert main(["curve", *_toy("--epsilon-grid", "0:4:9", "--deltas", "1e-2,1e-9")]) == 0
+    captured = capsys.readouterr()
+    floor_line = next(x for x in captured.out.splitlines() if x.startswith("delta floor"))
+    floor = float(floor_line.split()[2].rstrip(":"))
+    assert 1e-9 < floor < 1e-2 and "40,000 samples" in floor_line
+    lines = captured.out.splitlines()
+    start = next(i for i, x in enumerate(lines) if "epsilon (certified)" in x)
+    coarse, fine = lines[start + 1], lines[start + 2]
+    assert "inf" in fine and fine.endswith("(below the delta floor)")
+    assert "inf" not in coarse and "below the delta floor" not in coarse
+    assert "epsilon(delta) is inf at delta = 1e-09: below the curve's delta floor" in captured.err

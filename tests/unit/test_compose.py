@@ -288,3 +288,21 @@ def test_loose_random_curves_still_dominate_the_truth(seed: int) -> None:
 def test_bad_pairs_are_refused(kwargs: dict[str, object], parameter: str) -> None:
     with pytest.raises(ConfigurationError, match=parameter):
         DominatingPair(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_dp_accounting_event_composes_like_its_pld() -> None:
+    """Issue 30, friction 2: ``certified_pld().compose(GaussianDpEvent(2.0))`` raised
+    AttributeError ('_pmf_remove'); an event is now built into its PLD at the curve's interval
+    (the same PLD as dp_accounting's own), anything else is refused by name."""
+    from dp_accounting import dp_event
+
+    certified = _poisson_curve(np.linspace(0.0, 6.0, 13)).certified_pld(H)
+    by_event = certified.compose(dp_event.GaussianDpEvent(2.0))
+    by_pld = certified.compose(
+        pld_lib.from_gaussian_mechanism(2.0, value_discretization_interval=H)
+    )
+    np.testing.assert_allclose(_deltas(by_event.pld, FINE), _deltas(by_pld.pld, FINE), atol=1e-12)
+    with pytest.raises(ConfigurationError, match="other"):
+        certified.compose(dp_event.UnsupportedDpEvent())
+    with pytest.raises(ConfigurationError, match="other"):
+        certified.compose(2.0)  # type: ignore[arg-type]

@@ -92,3 +92,21 @@ def test_escort_stages_are_checkpointed_and_resume(tmp_path: Path) -> None:
     assert stages["escort verify"]["chunks_done"] == stages["escort verify"]["n_chunks"] == 4
     again = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
     assert again.certified_epsilon == first.certified_epsilon
+
+
+def test_auto_says_when_the_escort_it_chose_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30, friction 1: when ``auto`` took the escort for a calibration and the escort
+    cannot run, the refusal names what would help (samples, another accountant) instead of
+    advising proposal 'plain', which cannot certify this delta either."""
+    from minsep.accountants.escort_engine import EscortProposal
+
+    def cannot(*args: object, **kwargs: object) -> float:
+        raise ConfigurationError("escort_setups.orders = (2,) is invalid: no order fits")
+
+    monkeypatch.setattr(EscortProposal, "locate_sigma", cannot)
+    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=1, progress=False)
+    with pytest.raises(ConfigurationError, match=r"'auto' chose the escort .* cannot run here"):
+        accountant.calibrate(Poisson(n_steps=N, rate=RATE), Identity(), 9.5, DELTA)
+    named = MonteCarloAccountant(samples=2_000, seed=1, progress=False, proposal="escort")
+    with pytest.raises(ConfigurationError, match="no order fits"):
+        named.calibrate(Poisson(n_steps=N, rate=RATE), Identity(), 9.5, DELTA)

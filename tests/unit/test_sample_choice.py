@@ -96,3 +96,6 @@ def test_max_seconds_refuses_what_cannot_fit(capsys: pytest.CaptureFixture[str])
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"--max-seconds = 1 is too small: even at precision {LOOSEST_PRECISION:g}" in err
+    # issue 30, friction 4: the first answer computed before the refusal is printed first
+    assert "minsep: first answer (deterministic upper bound" in err
+    assert err.index("first answer") < err.index("--max-seconds = 1 is too small")

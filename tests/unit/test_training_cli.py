@@ -192,8 +192,9 @@ def test_auto_picks_monte_carlo_for_banded_b_min_sep(
         ]
     )
     assert status == 0
-    text = capsys.readouterr().out
-    assert "'monte_carlo'" in text and "Monte Carlo" in text and "4,000" in text
+    captured = capsys.readouterr()
+    assert "'monte_carlo'" in captured.err  # "calibrating sigma ... with accountant" (stderr)
+    assert "Monte Carlo" in captured.out and "4,000" in captured.out  # the certificate
     cal = _document(out)["run"]["calibration"]
     assert cal["accountant"] == "monte_carlo" and cal["samples"] == 4000
     assert cal["scheme"]["min_sep"] == 2 and cal["strategy"]["bands"] == 2

@@ -23,13 +23,38 @@ def test_train_says_a_first_sigma_then_reuses_a_seeded_calibration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = _train(tmp_path / "a.json", "--seed", "1")
-    out = capsys.readouterr().out
-    assert "first answer (deterministic upper bound" in out and "sigma = " in out
-    assert out.index("first answer") < out.index("calibrating sigma")
-    assert "cached answer" not in out
+    captured = capsys.readouterr()
+    # issue 30, friction 7: the first answer, plan and cache lines go to stderr, results to stdout
+    err = captured.err
+    assert "minsep: first answer (deterministic upper bound" in err
+    assert err.index("first answer") < err.index("calibrating sigma")
+    assert "first answer" not in captured.out and "calibrating sigma" not in captured.out
+    assert "sigma = " in captured.out and "test accuracy" in captured.out
+    assert "cached answer" not in err
     again = _train(tmp_path / "b.json", "--seed", "1")
-    assert "cached answer from " in capsys.readouterr().out
+    assert "cached answer from " in capsys.readouterr().err
     assert again == first
     fresh = _train(tmp_path / "c.json", "--seed", "1", "--no-cache")
-    assert "cached answer" not in capsys.readouterr().out
+    assert "cached answer" not in capsys.readouterr().err
     assert fresh["sigma"] == first["sigma"]  # same seed, same draws
+
+
+def test_auto_hands_over_when_an_accountant_cannot_calibrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30, friction 1: with ``auto``, a Monte Carlo calibration that cannot run (the
+    escort's "no order fits") hands over to the next accountant, saying why, instead of dying."""
+    from minsep.accountants.monte_carlo import MonteCarloAccountant
+    from minsep.framework.errors import ConfigurationError
+
+    def cannot(*args: object, **kwargs: object) -> object:
+        raise ConfigurationError("escort_setups.orders = (2,) is invalid: no order fits")
+
+    monkeypatch.setattr(MonteCarloAccountant, "_calibrate", cannot)
+    calibration = _train(tmp_path / "d.json", "--seed", "1", "--no-cache")
+    err = capsys.readouterr().err
+    assert "accountant 'monte_carlo' could not calibrate: escort_setups.orders" in err
+    assert "trying 'rdp'" in err
+    assert calibration["accountant"] == "rdp"
+    named = [*ARGS, "--accountant", "monte_carlo", "--seed", "1", "--no-cache"]
+    assert main([*named, "--output", str(tmp_path / "e.json")]) == 2  # named: no hand-over
