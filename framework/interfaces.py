@@ -503,6 +503,13 @@ class SamplingScheme(ABC):
         """
         return None
 
+    def pattern_law(self) -> dict[tuple[int, ...], float] | None:
+        """The law of the sensitive unit's participation pattern under P, enumerated as
+        ``{pattern: probability}`` (tiny ``n`` only), for the brute-force oracle of the testing
+        kit (:class:`minsep.testing.ZeroOutOracle`). None (the default): not given; the kit
+        then enumerates :meth:`participation_chain` when there is one."""
+        return None
+
 
 #: Numeric arguments of the questions: ``check_range`` keywords of their allowed ranges.
 _QUESTION_NUMBERS: dict[str, dict[str, Any]] = {
