@@ -189,6 +189,19 @@ class Strategy(ABC):
         return []
 
     @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """The options :meth:`for_steps` takes: by default the attrs fields, with kinds,
+        defaults and the docstring's help, as a scheme's (:meth:`SamplingScheme.parameters`).
+
+        They drive the ``--strategy NAME:key=value`` options and flags of the ``minsep``
+        commands and ``minsep list``; override when ``for_steps`` takes other options than the
+        fields (e.g. ``bands`` of an optimised strategy).
+        """
+        from minsep.framework.parameters import parameters_of
+
+        return parameters_of(cls)
+
+    @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> Strategy:
         """Build the strategy for an ``n_steps`` run (e.g. ``bands=8`` optimises BandMF).
 

@@ -15,6 +15,7 @@ of them and option handling is the same everywhere:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -75,19 +76,27 @@ def build_strategy(n_steps: int, bands: int) -> Strategy:
 
 
 def parse_strategy_spec(spec: str, owner: str = "strategy") -> tuple[str, dict[str, Any]]:
-    """``"name"`` or ``"name:key=value:..."`` -> ``(name, options)``; values are read as int,
-    then float, then kept as text. The name must be a registered strategy."""
-    name, *pairs = spec.split(":")
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
+    """``"name"``, ``"name:key=value:..."`` or ``"name:key=value,..."`` -> ``(name, options)``;
+    values are read as int, then float, then kept as text. A piece without ``=`` after a
+    ``key=value`` continues its value (``blt:workload=momentum:0.9``). The name must be a
+    registered strategy."""
+    name, _, rest = spec.partition(":")
+    texts: dict[str, str] = {}
+    key = ""
+    for piece in re.split(r"[:,]", rest) if rest else []:
+        option, sep, text = piece.partition("=")
+        if sep and option.strip():
+            key = option.strip()
+            texts[key] = text.strip()
+        elif key and not sep:
+            texts[key] += ":" + piece.strip()
+        else:
             raise ConfigurationError(
-                f"{owner} = {spec!r} is invalid: must be name or name:key=value:... "
-                f"({pair!r} is not key=value)",
+                f"{owner} = {spec!r} is invalid: must be name or name:key=value,... "
+                f"({piece!r} is not key=value)",
                 parameter="strategies",
             )
-        options[key.strip()] = _spec_value(text.strip())
+    options = {k: _spec_value(text) for k, text in texts.items()}
     if name.strip() not in strategies:
         raise ConfigurationError(
             f"{owner} = {spec!r} is invalid: {name!r} is not a registered strategy "

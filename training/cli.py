@@ -49,6 +49,7 @@ from minsep.framework.setup import (
     accountant_fields,
     build_accountant,
     select_accountant,
+    strategy_label,
 )
 from minsep.training.data import Dataset, load_digits, synthetic
 from minsep.training.models import MODEL_NAMES
@@ -212,7 +213,7 @@ def _describe(run: PrivateRun, data: Dataset) -> str:
     scheme = run.scheme
     return (
         f"scheme {scheme.name} (n={scheme.n_steps}, p0={scheme.rate:.4g}, "
-        f"min-sep {scheme.min_separation}), strategy with {run.strategy.bands} band(s), "
+        f"min-sep {scheme.min_separation}), strategy {strategy_label(run.strategy)}, "
         f"{data.name} ({data.train_size} train / {data.x_test.shape[0]} test), "
         f"expected batch size {run.expected_batch_size:.1f}"
     )

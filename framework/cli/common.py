@@ -27,6 +27,7 @@ import attrs
 
 from minsep.framework import setup
 from minsep.framework.backend import BACKEND_SPECS
+from minsep.framework.cli import strategy_options
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
@@ -240,8 +241,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options describing one accounting setup (shared by epsilon/calibrate/compare).
 
     Scheme: ``--scheme --steps --rate`` and the registered schemes' options
-    (:func:`add_scheme_arguments`); strategy: ``--bands`` (1 = identity, k >= 2 = MSE-optimal
-    banded Toeplitz); question: ``--delta``; Monte Carlo: ``--backend --samples
+    (:func:`add_scheme_arguments`); strategy: ``--strategy NAME[:key=value,...]`` and the
+    registered strategies' options, or the shorthand ``--bands`` (1 = identity, k >= 2 =
+    MSE-optimal banded Toeplitz); question: ``--delta``; Monte Carlo: ``--backend --samples
     --pilot-samples --seed --workers --executor --scheduler --checkpoint --checkpoint-interval
     --chunk-size --memory-budget --max-seconds --progress/--no-progress``; output:
     ``--json``.
@@ -260,8 +262,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     setup.add_argument(
         "--bands",
         type=positive_int,
-        default=1,
-        help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD)",
+        default=None,
+        help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD; the "
+        "default), or of a --strategy that takes bands",
     )
     setup.add_argument(
         "--delta", type=_probability, default=1e-3, help="target delta (default 1e-3)"
@@ -377,6 +380,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     add_pld_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_scheme_arguments(parser)
+    strategy_options.add_strategy_arguments(parser, _PARSERS)
 
 
 def _scheme_parameters() -> dict[str, Parameter]:
@@ -526,8 +530,10 @@ def build_scheme(args: argparse.Namespace, name: str | None = None) -> SamplingS
 
 
 def build_strategy(args: argparse.Namespace) -> Strategy:
-    """The identity for ``--bands 1``, else the MSE-optimal banded Toeplitz with k bands."""
-    return setup.build_strategy(args.steps, int(getattr(args, "bands", 1) or 1))
+    """``--strategy`` with its options, else the identity for ``--bands 1`` (the default) and
+    the MSE-optimal banded Toeplitz with k bands for ``--bands k``
+    (:mod:`~minsep.framework.cli.strategy_options`)."""
+    return strategy_options.build_strategy(args)
 
 
 def given_accountant_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -59,6 +59,9 @@ def _run(args: argparse.Namespace) -> int:
         width = max((len(n) for n in entries), default=0)
         for name, description in entries.items():
             print(f"  {name:<{width}}  {plain(description)}")
+            if title == "strategies":
+                for parameter in strategies.get(name).parameters():
+                    print(f"  {'':<{width}}    {name}:{plain(parameter.describe())}")
             if title == "schemes":
                 for parameter in schemes.get(name).parameters():
                     print(f"  {'':<{width}}    {parameter.flag} {plain(parameter.describe())}")
