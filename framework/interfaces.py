@@ -12,7 +12,7 @@ import enum
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -632,12 +632,42 @@ class Question:
         )
 
 
+class AccountantKind(enum.Enum):
+    """What an accountant's answers are; ``auto`` tries the kinds in this order."""
+
+    #: The privacy curve itself, up to a discretisation that only over-reports (PLD).
+    EXACT = "exact"
+    #: Certified from samples, the failure probability folded into delta (docs/math.md §7).
+    MONTE_CARLO = "monte_carlo"
+    #: A deterministic upper bound, answered in seconds (Renyi DP, unamplified Gaussian).
+    BOUND = "bound"
+
+
 class Accountant(ABC):
     """Turns (scheme, strategy, sigma) into privacy guarantees.
 
     Every answer is a result object carrying how it was obtained (exact, Monte Carlo with a
     failure probability, ...). Accounting must never under-report epsilon.
+
+    An accountant declares what it is (:attr:`kind`, :attr:`sound`, :attr:`rank`) and which
+    of its options the command line sets (:attr:`command_line_options`); ``--accountant auto``,
+    the first answer and ``compare`` pick among the registered accountants from these
+    declarations (:func:`minsep.framework.setup.preference`), plugins included.
     """
+
+    #: What the answers are (an exact curve, a Monte Carlo certificate, a deterministic bound).
+    kind: ClassVar[AccountantKind] = AccountantKind.BOUND
+    #: The accountant's claim that its answers never under-report epsilon or delta (with the
+    #: failure probability folded in for Monte Carlo), proven in its docs. Only sound
+    #: accountants are picked automatically; a plugin opts in by setting it.
+    sound: ClassVar[bool] = False
+    #: Order among sound accountants of one kind (smaller first: tighter or cheaper); names
+    #: break ties.
+    rank: ClassVar[int] = 50
+    #: The options the command line sets, as ``{field: flag dest}`` (the flag is ``--`` and the
+    #: dest with ``-`` for ``_``). None (the default): every attrs init field of a command-line
+    #: kind under its own name. A flag no other accountant or command has is generated.
+    command_line_options: ClassVar[Mapping[str, str] | None] = None
 
     registry_name: ClassVar[str]
     #: The registry the class is registered in (set by ``Registry.register``); lets

@@ -45,9 +45,9 @@ from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import (
     AUTO,
-    PREFERENCE,
     accountant_fields,
     build_accountant,
+    preference,
     select_accountant,
     strategy_label,
 )
@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     privacy.add_argument(
         "--accountant",
         default="auto",
-        help=f"accountant calibrating sigma: auto (first of {', '.join(PREFERENCE)} that "
+        help=f"accountant calibrating sigma: auto (first of {', '.join(preference())} that "
         "supports the scheme and strategy) or a registered name",
     )
     privacy.add_argument(

@@ -26,11 +26,8 @@ from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.results import CalibrationResult
-from minsep.framework.setup import PREFERENCE, strategy_bands
+from minsep.framework.setup import strategy_bands
 from minsep.framework.validation import check_range
-
-#: The order ``accountant="auto"`` tries: exact first, then Monte Carlo, then unamplified.
-AUTO_ORDER = PREFERENCE
 
 
 def _plain(value: Any) -> Any:

@@ -27,6 +27,7 @@ import attrs
 
 from minsep.framework import setup
 from minsep.framework.backend import BACKEND_SPECS
+from minsep.framework.cli import accountant_options as accountant_options_of
 from minsep.framework.cli import strategy_options
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
@@ -61,27 +62,6 @@ __all__ = [
 #: ``--executor`` choices: ``montecarlo.executors.EXECUTOR_KINDS``, spelled out so that the CLI
 #: starts without importing the engine (a test keeps the two equal).
 EXECUTOR_CHOICES = ("local", "processes", "dask")
-
-#: ``--option`` destination -> accountant field, forwarded when the accountant has the field.
-_ACCOUNTANT_OPTIONS = {
-    "samples": "samples",
-    "pilot_samples": "pilot_samples",
-    "seed": "seed",
-    "backend": "backend",
-    "workers": "workers",
-    "executor": "executor",
-    "scheduler": "scheduler",
-    "checkpoint": "checkpoint",
-    "checkpoint_interval": "checkpoint_interval",
-    "chunk_size": "chunk_size",
-    "progress": "progress",
-    "memory_budget": "memory_budget",
-    "max_seconds": "max_seconds",
-    "proposal": "proposal",
-    "bound": "bound",
-    "pld_interval": "value_discretization_interval",
-    "pld_memory_gib": "max_memory_gib",
-}
 
 #: Exit status of an accounting command whose answer is not certified (e.g. certified epsilon
 #: = inf); 0 is a certified answer, 2 an error.
@@ -381,6 +361,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_scheme_arguments(parser)
     strategy_options.add_strategy_arguments(parser, _PARSERS)
+    accountant_options_of.add_accountant_arguments(parser, _PARSERS)
 
 
 def _scheme_parameters() -> dict[str, Parameter]:
@@ -537,12 +518,9 @@ def build_strategy(args: argparse.Namespace) -> Strategy:
 
 
 def given_accountant_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The Monte Carlo options the user gave, as accountant field names."""
-    options: dict[str, Any] = {}
-    for dest, field in _ACCOUNTANT_OPTIONS.items():
-        value = getattr(args, dest, None)
-        if value is not None:
-            options[field] = value
+    """The accountant options the user gave, as accountant field names (the dests and fields
+    the accountants declare, :mod:`~minsep.framework.cli.accountant_options`)."""
+    options = accountant_options_of.given_options(args)
     if quiet(args) and "progress" not in options:
         options["progress"] = False
     return options
@@ -638,7 +616,7 @@ def choose_accountant(
     """The accountant of ``--accountant`` for the pair, and for ``auto`` a note saying which
     was chosen and why.
 
-    ``auto`` (the default) takes the first of :data:`~minsep.framework.setup.PREFERENCE`
+    ``auto`` (the default) takes the first of :func:`~minsep.framework.setup.preference`
     that supports the pair (exact PLD where the scheme has an exact event, else Monte Carlo),
     through :func:`~minsep.framework.setup.select_accountant`; the options given apply to it
     when it takes them, and those it does not take are named in a warning. A named accountant
@@ -662,9 +640,10 @@ def choose_accountant(
         ),
     )
     chosen = str(accountant.registry_name)
+    order = setup.preference()
     skipped = [
         f"{n}: {reason}"
-        for n in setup.PREFERENCE[: setup.PREFERENCE.index(chosen)]
+        for n in order[: order.index(chosen)]
         if n in accountants
         and (reason := setup.build_accountant(n, strict=False).why_not(scheme, strategy))
     ]
