@@ -638,9 +638,9 @@ class AccountantKind(enum.Enum):
     #: The privacy curve itself, up to a discretisation that only over-reports (PLD).
     EXACT = "exact"
     #: Certified from samples, the failure probability folded into delta (docs/math.md §7).
-    MONTE_CARLO = "monte_carlo"
+    MONTE_CARLO = "Monte Carlo"
     #: A deterministic upper bound, answered in seconds (Renyi DP, unamplified Gaussian).
-    BOUND = "bound"
+    BOUND = "deterministic bound"
 
 
 class Accountant(ABC):
