@@ -155,8 +155,15 @@ class PrivacyLossModel(ABC):
 
     def kernel_notes(self, backend: Backend) -> tuple[str, ...]:
         """Notes for a result computed on ``backend`` (e.g. that a slower path ran, and how to
-        install the fast one); none by default."""
-        return ()
+        install the fast one). Default: on the array path (:meth:`kernel_set`), one note saying
+        that this model has no compiled kernels and where the kernel interface is described."""
+        if self.kernel_set(backend) != "array":
+            return ()
+        return (
+            f"loss model {type(self).__name__} has no compiled kernels: it ran on the portable "
+            "array code (docs/adding-a-scheme.md, 'Compiled kernels', describes the hooks a "
+            "model fills for the compiled path)",
+        )
 
 
 class Strategy(ABC):
