@@ -11,7 +11,8 @@ sampler, nothing shared with a loss model. A plugin author gives the pattern law
 ``{pattern: probability}``, e.g. from :func:`enumerate_law`) and ``C``; the oracle then pins the
 model's ``ln P/Q`` pointwise (:meth:`ZeroOutOracle.log_ratio`) on outputs it draws itself
 (:meth:`ZeroOutOracle.draw_outputs`), and :class:`~minsep.testing.LossModelContract` runs the
-comparison when its ``zero_out_oracle`` fixture returns one.
+comparison when its ``zero_out_oracle`` fixture returns one. For n <= 2 it also integrates the
+exact ``delta(epsilon)`` (:meth:`ZeroOutOracle.delta`), a target for an accountant's answer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+from scipy import integrate
 from scipy.special import logsumexp
 
 from minsep.framework.errors import ConfigurationError
@@ -34,6 +36,11 @@ PatternLaw = Mapping[Pattern, float]
 
 #: Most patterns an oracle sums over (the enumeration is for tiny n only).
 MAX_PATTERNS = 1 << 16
+#: Most steps :meth:`ZeroOutOracle.delta` integrates over (adaptive quadrature in n dimensions).
+MAX_INTEGRATION_STEPS = 2
+#: Half-width of the integration box around the component means, in units of sigma: the mass
+#: left outside is at most ``2 n Phi(-10) < 1.6e-23 n``, a bound on what the truncation drops.
+_BOX_SIGMAS = 10.0
 
 
 def enumerate_law(
@@ -173,6 +180,44 @@ class ZeroOutOracle:
             raise ConfigurationError(f"outputs: need {self.n_steps} columns, got {y.shape[1]}")
         ratio = self._log_density(self.law, y, sigma) - self._log_density(self.reference, y, sigma)
         return np.asarray(ratio, dtype=float)
+
+    def delta(
+        self, epsilon: float, sigma: float, direction: Direction, *, tolerance: float = 1e-10
+    ) -> float:
+        """``delta(epsilon)`` of the pair in ``direction`` by adaptive quadrature (n <= 2):
+        ``int (P - e^eps Q)_+ dy`` for REMOVE, ``int (Q - e^eps P)_+ dy`` for ADD
+        (docs/math.md §1), over a box of ``_BOX_SIGMAS`` sigmas around the component means
+        (the mass outside is below ``1.6e-23 n``), to absolute ``tolerance`` per quadrature."""
+        n = self.n_steps
+        if n > MAX_INTEGRATION_STEPS:
+            raise ConfigurationError(
+                f"ZeroOutOracle.delta: n = {n} is too large for quadrature (at most "
+                f"{MAX_INTEGRATION_STEPS}); use log_ratio on samples instead"
+            )
+        first, second = (
+            (self.law, self.reference)
+            if direction is Direction.REMOVE
+            else (self.reference, self.law)
+        )
+        means = np.array(list(first) + list(second), dtype=float) @ self.matrix.T
+        box = [
+            (
+                float(means[:, i].min()) - _BOX_SIGMAS * sigma,
+                float(means[:, i].max()) + _BOX_SIGMAS * sigma,
+            )
+            for i in range(n)
+        ]
+        log_norm = -0.5 * n * math.log(2 * math.pi * sigma**2)
+
+        def excess(*y: float) -> float:
+            point = np.array([y])
+            base = log_norm - 0.5 * float(np.sum(point**2)) / sigma**2
+            upper = base + float(self._log_density(first, point, sigma)[0])
+            lower = base + epsilon + float(self._log_density(second, point, sigma)[0])
+            return max(math.exp(upper) - math.exp(lower), 0.0)
+
+        value, _ = integrate.nquad(excess, box, opts={"epsabs": tolerance, "limit": 200})
+        return float(max(value, 0.0))
 
     def draw_outputs(self, samples: int, direction: Direction, sigma: float, seed: int) -> Any:
         """``samples`` outputs ``y = C x + sigma z`` with ``x`` from P's law (REMOVE) or Q's

@@ -15,9 +15,11 @@ import pytest
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction
+from minsep.framework.registries import accountants, schemes, strategies
 from minsep.testing import LossModelContract, ZeroOutOracle, enumerate_law, min_sep_law
 from tests.contracts.min_sep_toy import FlippedSign, IgnoresMinSep, MinSepToy, OffByOne
 from tests.theorems import oracles
+from tests.unit.montecarlo_toys import SubsampledGaussianToy
 
 
 def _failing_checks(model: MinSepToy) -> set[str]:
@@ -119,3 +121,30 @@ def test_enumerate_law_keeps_positive_patterns_and_refuses_huge_enumerations() -
 def test_the_oracle_refuses_a_bad_law_or_matrix(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         ZeroOutOracle(**kwargs)
+
+
+@pytest.mark.parametrize("direction", list(Direction))
+def test_the_oracle_delta_matches_the_closed_form_of_one_subsampled_step(
+    direction: Direction,
+) -> None:
+    """``delta(eps)`` by quadrature = the closed form of one Poisson-subsampled Gaussian step."""
+    oracle = ZeroOutOracle(matrix=np.eye(1), law={(0,): 0.7, (1,): 0.3})
+    exact = SubsampledGaussianToy(rate=0.3).exact_delta_direction(1.0, 1.2, direction)
+    assert oracle.delta(1.0, 1.2, direction) == pytest.approx(exact, abs=1e-11)
+
+
+@pytest.mark.slow
+def test_the_oracle_delta_of_two_poisson_steps_is_within_the_pld_bound() -> None:
+    """n = 2 (about 15 CPU-s): the pessimistic PLD of two composed steps is an upper bound on
+    the exact delta, and a tight one at its default discretisation."""
+    scheme = schemes.get("poisson")(n_steps=2, rate=0.3)
+    pld = accountants.get("pld")().delta(scheme, strategies.get("identity")(), 1.2, 1.0).delta
+    oracle = ZeroOutOracle(matrix=np.eye(2), law=min_sep_law(2, 0.3, 1, warm=False))
+    exact = oracle.delta(1.0, 1.2, Direction.REMOVE, tolerance=1e-8)
+    assert exact <= pld + 1e-8 and pld - exact < 1e-6
+
+
+def test_the_oracle_delta_refuses_a_large_n() -> None:
+    oracle = ZeroOutOracle(matrix=np.eye(3), law=min_sep_law(3, 0.3, 2, warm=False))
+    with pytest.raises(ConfigurationError, match="too large for quadrature"):
+        oracle.delta(1.0, 1.0, Direction.REMOVE)
