@@ -26,13 +26,20 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework.errors import CalibrationError
-from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
+from minsep.framework.interfaces import (
+    Accountant,
+    AccountantKind,
+    Question,
+    SamplingScheme,
+    Strategy,
+)
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 from minsep.framework.validation import check_range
@@ -303,6 +310,12 @@ def _nudged_up(value: float, ok: Any) -> float:
 @attrs.frozen
 class GaussianAccountant(Accountant):
     """Unamplified accounting: a Gaussian mechanism with the strategy's sensitivity."""
+
+    kind: ClassVar[AccountantKind] = AccountantKind.BOUND
+    sound: ClassVar[bool] = True
+    #: The loosest bound, but it applies to every scheme: tried last.
+    rank: ClassVar[int] = 90
+    command_line_options: ClassVar[Mapping[str, str] | None] = {}
 
     @classmethod
     def example(cls) -> GaussianAccountant:

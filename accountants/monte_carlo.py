@@ -16,9 +16,9 @@ import logging
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 import numpy as np
@@ -29,6 +29,7 @@ from minsep.framework.backend import BACKEND_SPECS, get_backend, requested_kerne
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
+    AccountantKind,
     PrivacyLossModel,
     Question,
     SamplingScheme,
@@ -211,6 +212,17 @@ class MonteCarloAccountant(Accountant):
             verified by Fact 4.2 with a union bound). The result's ``bound`` says which ran;
             the escort and the delta and calibrate questions use Fact 4.2 either way.
     """
+
+    kind: ClassVar[AccountantKind] = AccountantKind.MONTE_CARLO
+    sound: ClassVar[bool] = True
+    command_line_options: ClassVar[Mapping[str, str] | None] = {
+        name: name
+        for name in (
+            *("samples", "pilot_samples", "seed", "backend", "workers", "executor"),
+            *("scheduler", "checkpoint", "checkpoint_interval", "chunk_size", "progress"),
+            *("memory_budget", "max_seconds", "proposal", "bound"),
+        )
+    }
 
     samples: int = attrs.field(
         default=1_000_000,

@@ -19,8 +19,8 @@ Which schemes it accounts is decided by the scheme's hook alone: no dispatch on 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -31,7 +31,13 @@ from minsep.framework.errors import (
     MinsepError,
     NotAccountableError,
 )
-from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
+from minsep.framework.interfaces import (
+    Accountant,
+    AccountantKind,
+    Question,
+    SamplingScheme,
+    Strategy,
+)
 from minsep.framework.registries import accountants
 from minsep.framework.results import (
     CalibrationResult,
@@ -194,6 +200,13 @@ class PLDAccountant(Accountant):
             PLD) exceeds the budget is refused with the estimate and the smallest sigma within
             budget (the sigma floor), which also bounds calibration's search.
     """
+
+    kind: ClassVar[AccountantKind] = AccountantKind.EXACT
+    sound: ClassVar[bool] = True
+    command_line_options: ClassVar[Mapping[str, str] | None] = {
+        "value_discretization_interval": "pld_interval",
+        "max_memory_gib": "pld_memory_gib",
+    }
 
     value_discretization_interval: float = attrs.field(
         default=DEFAULT_INTERVAL, validator=number(low=0.0, high=0.1, low_open=True)

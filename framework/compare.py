@@ -22,8 +22,8 @@ A plugin scheme gets rows without any edit here (by default one per bands value,
 feasible min-sep when ``min_sep`` is its only required option).
 
 Each row is accounted by the first registered accountant that can account it, in the order
-:data:`~minsep.framework.setup.PREFERENCE` (a row may fix its accountant, as the unamplified
-row does);
+:func:`~minsep.framework.setup.preference` (the sound registered accountants by declared kind
+and rank; a row may fix its accountant, as the unamplified row does);
 which accountant can is decided by the schemes' and accountants' hooks. Utility is the
 prefix-sum MSE of docs/math.md §8, ``MSE = (1/n) ||A C^-1||_F^2 sigma^2`` (sigma already includes
 the sensitivity for the unamplified row), reported with its ratio to the best row.
@@ -55,11 +55,11 @@ from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import accountants, schemes
 from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import (
-    PREFERENCE,
     build_accountant,
     build_strategy,
     build_strategy_spec,
     parse_strategy_spec,
+    preference,
     strategy_bands,
     strategy_label,
 )
@@ -368,7 +368,7 @@ def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) ->
             )
         strategy = cache[key]
         what = f"{variant.bands} bands" if variant.strategy is None else variant.strategy
-        choices = PREFERENCE if variant.accountant is None else (variant.accountant,)
+        choices = preference() if variant.accountant is None else (variant.accountant,)
         chosen = next((a for a in choices if _can(accountant_for, a, scheme, strategy)), None)
         if chosen is None:
             warn(f"compare: no accountant can account {label} with {what}")

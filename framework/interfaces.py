@@ -12,7 +12,7 @@ import enum
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -155,8 +155,15 @@ class PrivacyLossModel(ABC):
 
     def kernel_notes(self, backend: Backend) -> tuple[str, ...]:
         """Notes for a result computed on ``backend`` (e.g. that a slower path ran, and how to
-        install the fast one); none by default."""
-        return ()
+        install the fast one). Default: on the array path (:meth:`kernel_set`), one note saying
+        that this model has no compiled kernels and where the kernel interface is described."""
+        if self.kernel_set(backend) != "array":
+            return ()
+        return (
+            f"loss model {type(self).__name__} has no compiled kernels: it ran on the portable "
+            "array code (docs/adding-a-scheme.md, 'Compiled kernels', describes the hooks a "
+            "model fills for the compiled path)",
+        )
 
 
 class Strategy(ABC):
@@ -187,6 +194,19 @@ class Strategy(ABC):
     def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
         """``(constructor kwargs, parameter name)`` pairs that must raise ConfigurationError."""
         return []
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """The options :meth:`for_steps` takes: by default the attrs fields, with kinds,
+        defaults and the docstring's help, as a scheme's (:meth:`SamplingScheme.parameters`).
+
+        They drive the ``--strategy NAME:key=value`` options and flags of the ``minsep``
+        commands and ``minsep list``; override when ``for_steps`` takes other options than the
+        fields (e.g. ``bands`` of an optimised strategy).
+        """
+        from minsep.framework.parameters import parameters_of
+
+        return parameters_of(cls)
 
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> Strategy:
@@ -509,6 +529,13 @@ class SamplingScheme(ABC):
         """
         return None
 
+    def pattern_law(self) -> dict[tuple[int, ...], float] | None:
+        """The law of the sensitive unit's participation pattern under P, enumerated as
+        ``{pattern: probability}`` (tiny ``n`` only), for the brute-force oracle of the testing
+        kit (:class:`minsep.testing.ZeroOutOracle`). None (the default): not given; the kit
+        then enumerates :meth:`participation_chain` when there is one."""
+        return None
+
 
 #: Numeric arguments of the questions: ``check_range`` keywords of their allowed ranges.
 _QUESTION_NUMBERS: dict[str, dict[str, Any]] = {
@@ -618,12 +645,42 @@ class Question:
         )
 
 
+class AccountantKind(enum.Enum):
+    """What an accountant's answers are; ``auto`` tries the kinds in this order."""
+
+    #: The privacy curve itself, up to a discretisation that only over-reports (PLD).
+    EXACT = "exact"
+    #: Certified from samples, the failure probability folded into delta (docs/math.md §7).
+    MONTE_CARLO = "Monte Carlo"
+    #: A deterministic upper bound, answered in seconds (Renyi DP, unamplified Gaussian).
+    BOUND = "deterministic bound"
+
+
 class Accountant(ABC):
     """Turns (scheme, strategy, sigma) into privacy guarantees.
 
     Every answer is a result object carrying how it was obtained (exact, Monte Carlo with a
     failure probability, ...). Accounting must never under-report epsilon.
+
+    An accountant declares what it is (:attr:`kind`, :attr:`sound`, :attr:`rank`) and which
+    of its options the command line sets (:attr:`command_line_options`); ``--accountant auto``,
+    the first answer and ``compare`` pick among the registered accountants from these
+    declarations (:func:`minsep.framework.setup.preference`), plugins included.
     """
+
+    #: What the answers are (an exact curve, a Monte Carlo certificate, a deterministic bound).
+    kind: ClassVar[AccountantKind] = AccountantKind.BOUND
+    #: The accountant's claim that its answers never under-report epsilon or delta (with the
+    #: failure probability folded in for Monte Carlo), proven in its docs. Only sound
+    #: accountants are picked automatically; a plugin opts in by setting it.
+    sound: ClassVar[bool] = False
+    #: Order among sound accountants of one kind (smaller first: tighter or cheaper); names
+    #: break ties.
+    rank: ClassVar[int] = 50
+    #: The options the command line sets, as ``{field: flag dest}`` (the flag is ``--`` and the
+    #: dest with ``-`` for ``_``). None (the default): every attrs init field of a command-line
+    #: kind under its own name. A flag no other accountant or command has is generated.
+    command_line_options: ClassVar[Mapping[str, str] | None] = None
 
     registry_name: ClassVar[str]
     #: The registry the class is registered in (set by ``Registry.register``); lets

@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from minsep.framework.validation import public_name
+
 __all__ = [
     "CLI_KINDS",
     "CompareContext",
@@ -118,7 +120,8 @@ def parameters_of(cls: type, derived: Sequence[str] = ()) -> tuple[Parameter, ..
     skip = set(_POSITIONAL) | set(derived)
     out = []
     for field in attrs.fields(cls):
-        if field.name in skip or not field.init:
+        name = public_name(field)
+        if name in skip or not field.init:
             continue
         required = field.default is attrs.NOTHING
         default = None
@@ -127,11 +130,11 @@ def parameters_of(cls: type, derived: Sequence[str] = ()) -> tuple[Parameter, ..
             default = factory() if callable(factory) else field.default
         out.append(
             Parameter(
-                name=field.name,
+                name=name,
                 kind=_kind(field.type),
                 required=required,
                 default=default,
-                help=docs.get(field.name, ""),
+                help=docs.get(name, docs.get(field.name, "")),
             )
         )
     return tuple(out)

@@ -4,7 +4,9 @@ A registry maps a stable name (``"b_min_sep"``) to a class. Entries come from th
 ``@registry.register("name")`` decorator and from plugins: on first lookup every package entry
 point in the registry's group (``minsep.schemes``, ``minsep.strategies``, ``minsep.accountants``)
 is loaded. minsep's own implementations are loaded the same way, so built-ins and third-party
-plugins are on equal footing.
+plugins are on equal footing. Each entry point loads on its own: one that fails to import is
+skipped with one :class:`PluginLoadWarning` line naming it and its error, and everything else
+keeps working.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import difflib
 import importlib.metadata
 import inspect
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar, cast
 
@@ -21,6 +24,24 @@ import attrs
 from minsep.framework.errors import ConfigurationError, UnknownNameError
 
 T = TypeVar("T")
+
+
+class PluginLoadWarning(UserWarning):
+    """An installed plugin's entry point failed to load; it was skipped."""
+
+
+def _warn_failed(kind: str, ep: importlib.metadata.EntryPoint, error: BaseException) -> str:
+    """Warn in one line (no source line: ``warn_explicit`` at a pseudo-location) and return
+    the reason, kept for :meth:`Registry.get`."""
+    reason = f"{type(error).__name__}: {error}".splitlines()[0]
+    warnings.warn_explicit(
+        f"{kind} plugin {ep.name!r} ({ep.value}) failed to load and is skipped: {reason}",
+        PluginLoadWarning,
+        filename="minsep",
+        lineno=0,
+        module="minsep.framework.registry",
+    )
+    return reason
 
 
 @attrs.frozen
@@ -52,6 +73,7 @@ class Registry(Generic[T]):
         self.group = group
         self._entries: dict[str, Entry[T]] = {}
         self._plugins_loaded = False
+        self._failed: dict[str, str] = {}
         self._lock = threading.RLock()
 
     def register(
@@ -105,14 +127,19 @@ class Registry(Generic[T]):
         """Import every entry point of ``self.group`` once; each import registers classes.
 
         An entry point may name a module (importing it registers its classes) or a class
-        (registered under the entry point's name if it is not registered yet).
+        (registered under the entry point's name if it is not registered yet). One that fails
+        to load is skipped with a :class:`PluginLoadWarning` (:attr:`failed` keeps why).
         """
         with self._lock:
             if self._plugins_loaded:
                 return
             self._plugins_loaded = True
             for ep in importlib.metadata.entry_points(group=self.group):
-                obj = ep.load()
+                try:
+                    obj = ep.load()
+                except Exception as error:
+                    self._failed[ep.name] = _warn_failed(self.kind, ep, error)
+                    continue
                 if (
                     inspect.isclass(obj)
                     and issubclass(obj, self.base)
@@ -132,6 +159,11 @@ class Registry(Generic[T]):
         if entry is None:
             normalised = name.replace("-", "_").lower()
             entry = self._entries.get(normalised)
+        if entry is None and name in self._failed:
+            raise UnknownNameError(
+                f"{self.kind} {name!r} is an installed plugin that failed to load: "
+                f"{self._failed[name]}"
+            )
         if entry is None:
             close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -139,6 +171,12 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} {name!r}{hint} (known: {', '.join(sorted(self._entries))})"
             )
         return entry.cls
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Entry points that failed to load, mapped to their error (a copy)."""
+        self.load_plugins()
+        return dict(self._failed)
 
     def names(self) -> dict[str, str]:
         """Registered names mapped to their one-line descriptions, sorted by name."""

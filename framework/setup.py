@@ -10,25 +10,26 @@ of them and option handling is the same everywhere:
 - :func:`build_accountant`: the accountant with the options it takes; with ``strict`` (the CLI)
   an option it does not take is refused by name instead of being dropped silently;
 - :func:`select_accountant`: the named accountant, or for ``"auto"`` the first of
-  :data:`PREFERENCE` that can account the pair (decided by the hooks, never by scheme type).
+  :func:`preference` that can account the pair: the order comes from what the accountants
+  declare (kind, soundness, rank), whether it can from their hooks, never from scheme type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import attrs
 
 from minsep.framework.errors import ConfigurationError, NotAccountableError
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.interfaces import Accountant, AccountantKind, SamplingScheme, Strategy
 from minsep.framework.registries import accountants, schemes, strategies
 
 __all__ = [
     "AUTO",
     "BANDED_STRATEGY",
     "IDENTITY_STRATEGY",
-    "PREFERENCE",
     "accountant_fields",
     "accountants_supporting",
     "build_accountant",
@@ -36,6 +37,7 @@ __all__ = [
     "build_strategy",
     "build_strategy_spec",
     "parse_strategy_spec",
+    "preference",
     "select_accountant",
     "strategy_bands",
     "strategy_label",
@@ -45,12 +47,11 @@ __all__ = [
 BANDED_STRATEGY = "banded_toeplitz"
 #: Registered strategy for one band (DP-SGD).
 IDENTITY_STRATEGY = "identity"
-#: Accountants tried, in order, when none is named: exact first, then certified Monte Carlo,
-#: then the deterministic Renyi-DP bound, then the unamplified (always applicable, loosest)
-#: Gaussian bound.
-PREFERENCE: tuple[str, ...] = ("pld", "monte_carlo", "rdp", "gaussian")
-#: The accountant name meaning "the first of PREFERENCE that can".
+#: The accountant name meaning "the first of :func:`preference` that can".
 AUTO = "auto"
+#: The order ``auto`` tries the accountant kinds in: exact, then certified Monte Carlo, then
+#: the deterministic bounds.
+_KIND_ORDER = (AccountantKind.EXACT, AccountantKind.MONTE_CARLO, AccountantKind.BOUND)
 
 #: Builds a registered accountant by name.
 AccountantFactory = Callable[[str], Accountant]
@@ -75,19 +76,27 @@ def build_strategy(n_steps: int, bands: int) -> Strategy:
 
 
 def parse_strategy_spec(spec: str, owner: str = "strategy") -> tuple[str, dict[str, Any]]:
-    """``"name"`` or ``"name:key=value:..."`` -> ``(name, options)``; values are read as int,
-    then float, then kept as text. The name must be a registered strategy."""
-    name, *pairs = spec.split(":")
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
+    """``"name"``, ``"name:key=value:..."`` or ``"name:key=value,..."`` -> ``(name, options)``;
+    values are read as int, then float, then kept as text. A piece without ``=`` after a
+    ``key=value`` continues its value (``blt:workload=momentum:0.9``). The name must be a
+    registered strategy."""
+    name, _, rest = spec.partition(":")
+    texts: dict[str, str] = {}
+    key = ""
+    for piece in re.split(r"[:,]", rest) if rest else []:
+        option, sep, text = piece.partition("=")
+        if sep and option.strip():
+            key = option.strip()
+            texts[key] = text.strip()
+        elif key and not sep:
+            texts[key] += ":" + piece.strip()
+        else:
             raise ConfigurationError(
-                f"{owner} = {spec!r} is invalid: must be name or name:key=value:... "
-                f"({pair!r} is not key=value)",
+                f"{owner} = {spec!r} is invalid: must be name or name:key=value,... "
+                f"({piece!r} is not key=value)",
                 parameter="strategies",
             )
-        options[key.strip()] = _spec_value(text.strip())
+    options = {k: _spec_value(text) for k, text in texts.items()}
     if name.strip() not in strategies:
         raise ConfigurationError(
             f"{owner} = {spec!r} is invalid: {name!r} is not a registered strategy "
@@ -155,6 +164,15 @@ def build_accountant(
     return cls(**{k: v for k, v in given.items() if k in taken})
 
 
+def preference(kinds: Collection[AccountantKind] = _KIND_ORDER) -> tuple[str, ...]:
+    """The registered accountants that declare themselves sound (``Accountant.sound``) and
+    are of one of ``kinds``, in the order ``auto`` tries them: by kind (exact, Monte Carlo,
+    deterministic bound), then by their declared ``rank``, then by name. Plugins included."""
+    found = [e for e in accountants.entries() if e.cls.sound and e.cls.kind in kinds]
+    found.sort(key=lambda e: (_KIND_ORDER.index(e.cls.kind), e.cls.rank, e.name))
+    return tuple(e.name for e in found)
+
+
 def accountants_supporting(
     scheme: SamplingScheme, strategy: Strategy, options: Mapping[str, Any] | None = None
 ) -> list[str]:
@@ -171,10 +189,10 @@ def select_accountant(
     scheme: SamplingScheme,
     strategy: Strategy,
     factory: AccountantFactory | None = None,
-    preference: tuple[str, ...] = PREFERENCE,
+    order: tuple[str, ...] | None = None,
 ) -> Accountant:
     """The accountant ``name`` (built by ``factory``), checked to support the pair; for
-    ``"auto"`` the first of ``preference`` that does.
+    ``"auto"`` the first of ``order`` (default :func:`preference`) that does.
 
     Raises NotAccountableError with each candidate's reason when none can.
     """
@@ -184,7 +202,7 @@ def select_accountant(
         accountant.require(scheme, strategy)
         return accountant
     reasons = []
-    for candidate in preference:
+    for candidate in preference() if order is None else order:
         if candidate not in accountants:
             continue
         accountant = make(candidate)

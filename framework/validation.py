@@ -114,12 +114,18 @@ def check_keywords(
         )
 
 
+def public_name(attribute: attrs.Attribute[Any]) -> str:
+    """The keyword a field is given by (its ``alias``, e.g. ``bands`` for a private ``_bands``
+    beside a base-class property), so errors name what the caller wrote."""
+    return attribute.alias or attribute.name
+
+
 def _parameters(cls: type) -> tuple[list[str], list[str]]:
     """(every keyword ``cls`` takes, those without a default)."""
     if attrs.has(cls):
         fields = [f for f in attrs.fields(cls) if f.init]
-        names = [f.alias or f.name for f in fields]
-        required = [f.alias or f.name for f in fields if f.default is attrs.NOTHING]
+        names = [public_name(f) for f in fields]
+        required = [public_name(f) for f in fields if f.default is attrs.NOTHING]
         return names, required
     import inspect
 
@@ -142,7 +148,7 @@ def number(
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         check_range(
             _owner(instance),
-            attribute.name,
+            public_name(attribute),
             value,
             low=low,
             high=high,
@@ -158,7 +164,8 @@ def integer(*, low: int | None = None, high: int | None = None) -> Validator:
     """Validator: an int (not bool) in ``[low, high]``."""
 
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        check_range(_owner(instance), attribute.name, value, low=low, high=high, integer=True)
+        name = public_name(attribute)
+        check_range(_owner(instance), name, value, low=low, high=high, integer=True)
 
     return validate
 
@@ -214,7 +221,7 @@ def boolean() -> Validator:
 
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, bool | np.bool_):
-            raise fail(instance, attribute.name, value, "True or False")
+            raise fail(instance, public_name(attribute), value, "True or False")
 
     return validate
 
@@ -224,7 +231,7 @@ def text() -> Validator:
 
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, str):
-            raise fail(instance, attribute.name, value, "a string")
+            raise fail(instance, public_name(attribute), value, "a string")
 
     return validate
 
@@ -234,6 +241,6 @@ def one_of(*choices: Any) -> Validator:
 
     def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value not in choices:
-            raise fail(instance, attribute.name, value, f"one of {list(choices)!r}")
+            raise fail(instance, public_name(attribute), value, f"one of {list(choices)!r}")
 
     return validate

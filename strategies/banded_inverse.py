@@ -26,6 +26,7 @@ import numpy as np
 
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
+from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
 from minsep.framework.workloads import workload_from_spec
 from minsep.strategies.columns import padded
@@ -136,6 +137,15 @@ class BandedInverse(LowerToeplitzStrategy):
             out = h[0] * z + xp.roll(base, i % lags) @ buffer
             buffer[i % lags, :] = z
             yield xp.reshape(out, shape)
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """``bands`` and ``workload`` (optimised), or fixed ``coefficients``."""
+        return (
+            Parameter("bands", "int", False, 2, "bands of the optimised inverse"),
+            Parameter("workload", "str", False, "prefix", "workload it is optimised for"),
+            Parameter("coefficients", "object", False, None, "fixed inverse coefficients"),
+        )
 
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> BandedInverse:

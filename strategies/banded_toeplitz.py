@@ -8,6 +8,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.errors import ConfigurationError
+from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
 from minsep.strategies import optimize
 from minsep.strategies.base import ToeplitzStrategy
@@ -60,6 +61,15 @@ class BandedToeplitz(ToeplitzStrategy):
         ``1 <= bands <= n_steps``; ``bands=1`` is the identity.
         """
         return cls(optimize.optimal_coefficients(n_steps, bands, objective, cache_results=cache))
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """``bands`` and ``objective`` (:meth:`optimal`), or fixed ``coefficients``."""
+        return (
+            Parameter("bands", "int", False, None, "bands k of the MSE-optimal strategy"),
+            Parameter("objective", "str", False, "mean", "MSE objective: mean or max"),
+            Parameter("coefficients", "object", False, None, "fixed first column c"),
+        )
 
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> BandedToeplitz:

@@ -28,6 +28,7 @@ from numpy.polynomial import polynomial as npoly
 
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
+from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
 from minsep.framework.workloads import workload_from_spec
 from minsep.strategies import columns
@@ -198,6 +199,16 @@ class BufferedLinearToeplitz(LowerToeplitzStrategy):
             x = z - theta @ state
             state = omega * state + x[None, :]
             yield xp.reshape(x, shape)
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """``buffers`` and ``workload`` (optimised), or fixed ``decays`` and ``weights``."""
+        return (
+            Parameter("buffers", "int", False, 2, "buffers of the optimised BLT"),
+            Parameter("workload", "str", False, "prefix", "workload the BLT is optimised for"),
+            Parameter("decays", "object", False, None, "fixed decays (with weights)"),
+            Parameter("weights", "object", False, None, "fixed weights (with decays)"),
+        )
 
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> BufferedLinearToeplitz:

@@ -18,6 +18,7 @@ import numpy as np
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Strategy
+from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
 from minsep.strategies import pattern_sensitivity
 from minsep.strategies.noise import check_shape
@@ -150,6 +151,11 @@ class Dense(Strategy):
             out = (z - row @ outputs[:i]) / float(C[i, i])
             outputs[i, :] = out
             yield xp.reshape(out, shape)
+
+    @classmethod
+    def parameters(cls) -> tuple[Parameter, ...]:
+        """``matrix`` (Python only)."""
+        return (Parameter("matrix", "object", True, None, "the matrix C (n x n or larger)"),)
 
     @classmethod
     def for_steps(cls, n_steps: int, **options: Any) -> Dense:

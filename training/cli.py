@@ -47,10 +47,11 @@ from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult
 from minsep.framework.setup import (
     AUTO,
-    PREFERENCE,
     accountant_fields,
     build_accountant,
+    preference,
     select_accountant,
+    strategy_label,
 )
 from minsep.training.data import Dataset, load_digits, synthetic
 from minsep.training.models import MODEL_NAMES
@@ -87,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     privacy.add_argument(
         "--accountant",
         default="auto",
-        help=f"accountant calibrating sigma: auto (first of {', '.join(PREFERENCE)} that "
+        help=f"accountant calibrating sigma: auto (first of {', '.join(preference())} that "
         "supports the scheme and strategy) or a registered name",
     )
     privacy.add_argument(
@@ -202,7 +203,7 @@ def build_run(
 
 def _auto_after(first: Accountant, scheme: Any, strategy: Any, factory: Any) -> list[Accountant]:
     """The accountants after ``first`` in the ``auto`` order that support the pair."""
-    names = [n for n in PREFERENCE if n in accountants]
+    names = list(preference())
     later = names[names.index(first.registry_name) + 1 :] if first.registry_name in names else []
     built = [factory(name) for name in later]
     return [a for a in built if a.why_not(scheme, strategy) is None]
@@ -275,7 +276,7 @@ def _describe(run: PrivateRun, data: Dataset) -> str:
     scheme = run.scheme
     return (
         f"scheme {scheme.name} (n={scheme.n_steps}, p0={scheme.rate:.4g}, "
-        f"min-sep {scheme.min_separation}), strategy with {run.strategy.bands} band(s), "
+        f"min-sep {scheme.min_separation}), strategy {strategy_label(run.strategy)}, "
         f"{data.name} ({data.train_size} train / {data.x_test.shape[0]} test), "
         f"expected batch size {run.expected_batch_size:.1f}"
     )

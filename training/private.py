@@ -26,11 +26,8 @@ from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.results import CalibrationResult
-from minsep.framework.setup import PREFERENCE
+from minsep.framework.setup import strategy_bands
 from minsep.framework.validation import check_range
-
-#: The order ``accountant="auto"`` tries: exact first, then Monte Carlo, then unamplified.
-AUTO_ORDER = PREFERENCE
 
 
 def _plain(value: Any) -> Any:
@@ -45,12 +42,9 @@ def _plain(value: Any) -> Any:
 
 
 def strategy_description(strategy: Strategy) -> dict[str, Any]:
-    """The strategy's public description: name, bands and first-column coefficients."""
-    return {
-        "strategy": getattr(type(strategy), "registry_name", type(strategy).__name__),
-        "bands": strategy.bands,
-        "coefficients": [float(c) for c in np.asarray(strategy.coefficients)],
-    }
+    """The strategy's public description: name, and bands and first-column coefficients when
+    it is banded Toeplitz (``Strategy.public_parameters``)."""
+    return strategy.public_parameters()
 
 
 @attrs.frozen
@@ -207,12 +201,13 @@ class PrivateRun:
             yield scale * row
 
     def accounted_parameters(self) -> dict[str, Any]:
-        """(p₀, b, bands, n, σ) and friends: what the accountant analysed, as plain data."""
+        """(p₀, b, bands, n, σ) and friends: what the accountant analysed, as plain data (bands
+        0: a strategy that is not banded)."""
         return {
             "n_steps": self.n_steps,
             "rate": float(self.scheme.rate),
             "min_separation": self.scheme.min_separation,
-            "bands": self.strategy.bands,
+            "bands": strategy_bands(self.strategy),
             "sigma": self.sigma,
         }
 

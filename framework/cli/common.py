@@ -27,6 +27,8 @@ import attrs
 
 from minsep.framework import setup
 from minsep.framework.backend import BACKEND_SPECS
+from minsep.framework.cli import accountant_options as accountant_options_of
+from minsep.framework.cli import strategy_options
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
@@ -60,27 +62,6 @@ __all__ = [
 #: ``--executor`` choices: ``montecarlo.executors.EXECUTOR_KINDS``, spelled out so that the CLI
 #: starts without importing the engine (a test keeps the two equal).
 EXECUTOR_CHOICES = ("local", "processes", "dask")
-
-#: ``--option`` destination -> accountant field, forwarded when the accountant has the field.
-_ACCOUNTANT_OPTIONS = {
-    "samples": "samples",
-    "pilot_samples": "pilot_samples",
-    "seed": "seed",
-    "backend": "backend",
-    "workers": "workers",
-    "executor": "executor",
-    "scheduler": "scheduler",
-    "checkpoint": "checkpoint",
-    "checkpoint_interval": "checkpoint_interval",
-    "chunk_size": "chunk_size",
-    "progress": "progress",
-    "memory_budget": "memory_budget",
-    "max_seconds": "max_seconds",
-    "proposal": "proposal",
-    "bound": "bound",
-    "pld_interval": "value_discretization_interval",
-    "pld_memory_gib": "max_memory_gib",
-}
 
 #: Exit status of an accounting command whose answer is not certified (e.g. certified epsilon
 #: = inf); 0 is a certified answer, 2 an error.
@@ -240,8 +221,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options describing one accounting setup (shared by epsilon/calibrate/compare).
 
     Scheme: ``--scheme --steps --rate`` and the registered schemes' options
-    (:func:`add_scheme_arguments`); strategy: ``--bands`` (1 = identity, k >= 2 = MSE-optimal
-    banded Toeplitz); question: ``--delta``; Monte Carlo: ``--backend --samples
+    (:func:`add_scheme_arguments`); strategy: ``--strategy NAME[:key=value,...]`` and the
+    registered strategies' options, or the shorthand ``--bands`` (1 = identity, k >= 2 =
+    MSE-optimal banded Toeplitz); question: ``--delta``; Monte Carlo: ``--backend --samples
     --pilot-samples --seed --workers --executor --scheduler --checkpoint --checkpoint-interval
     --chunk-size --memory-budget --max-seconds --progress/--no-progress``; output:
     ``--json``.
@@ -260,8 +242,9 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     setup.add_argument(
         "--bands",
         type=positive_int,
-        default=1,
-        help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD)",
+        default=None,
+        help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD; the "
+        "default), or of a --strategy that takes bands",
     )
     setup.add_argument(
         "--delta", type=_probability, default=1e-3, help="target delta (default 1e-3)"
@@ -377,6 +360,8 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     add_pld_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_scheme_arguments(parser)
+    strategy_options.add_strategy_arguments(parser, _PARSERS)
+    accountant_options_of.add_accountant_arguments(parser, _PARSERS)
 
 
 def _scheme_parameters() -> dict[str, Parameter]:
@@ -526,17 +511,16 @@ def build_scheme(args: argparse.Namespace, name: str | None = None) -> SamplingS
 
 
 def build_strategy(args: argparse.Namespace) -> Strategy:
-    """The identity for ``--bands 1``, else the MSE-optimal banded Toeplitz with k bands."""
-    return setup.build_strategy(args.steps, int(getattr(args, "bands", 1) or 1))
+    """``--strategy`` with its options, else the identity for ``--bands 1`` (the default) and
+    the MSE-optimal banded Toeplitz with k bands for ``--bands k``
+    (:mod:`~minsep.framework.cli.strategy_options`)."""
+    return strategy_options.build_strategy(args)
 
 
 def given_accountant_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The Monte Carlo options the user gave, as accountant field names."""
-    options: dict[str, Any] = {}
-    for dest, field in _ACCOUNTANT_OPTIONS.items():
-        value = getattr(args, dest, None)
-        if value is not None:
-            options[field] = value
+    """The accountant options the user gave, as accountant field names (the dests and fields
+    the accountants declare, :mod:`~minsep.framework.cli.accountant_options`)."""
+    options = accountant_options_of.given_options(args)
     if quiet(args) and "progress" not in options:
         options["progress"] = False
     return options
@@ -632,7 +616,7 @@ def choose_accountant(
     """The accountant of ``--accountant`` for the pair, and for ``auto`` a note saying which
     was chosen and why.
 
-    ``auto`` (the default) takes the first of :data:`~minsep.framework.setup.PREFERENCE`
+    ``auto`` (the default) takes the first of :func:`~minsep.framework.setup.preference`
     that supports the pair (exact PLD where the scheme has an exact event, else Monte Carlo),
     through :func:`~minsep.framework.setup.select_accountant`; the options given apply to it
     when it takes them, and those it does not take are named in a warning. A named accountant
@@ -656,9 +640,10 @@ def choose_accountant(
         ),
     )
     chosen = str(accountant.registry_name)
+    order = setup.preference()
     skipped = [
         f"{n}: {reason}"
-        for n in setup.PREFERENCE[: setup.PREFERENCE.index(chosen)]
+        for n in order[: order.index(chosen)]
         if n in accountants
         and (reason := setup.build_accountant(n, strict=False).why_not(scheme, strategy))
     ]

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from minsep.framework.cli.accountant_options import given_options
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.common import (
     add_pld_arguments,
@@ -142,17 +143,7 @@ def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
             "--schemes is invalid: it names no row family; give e.g. --schemes "
             "poisson,b_min_sep, or leave it out for every family"
         )
-    options = {
-        key: getattr(args, key)
-        for key in ("samples", "seed", "backend", "workers")
-        if getattr(args, key, None) is not None
-    }
-    for flag, field in (
-        ("pld_interval", "value_discretization_interval"),
-        ("pld_memory_gib", "max_memory_gib"),
-    ):
-        if getattr(args, flag, None) is not None:
-            options[field] = getattr(args, flag)
+    options = given_options(args)  # the flags the accountants declare, as their fields
     options.setdefault("workers", AUTO)  # accountants without workers drop it (not strict)
     options["progress"] = False  # one bar: the table's
     epsilon = args.epsilon

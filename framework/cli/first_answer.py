@@ -1,10 +1,11 @@
 """A first answer in seconds: the deterministic bounds, printed before a long run starts.
 
-A Monte Carlo certificate takes minutes; the deterministic accountants of
-:data:`FIRST_ANSWER` answer the same question in seconds with a sound but looser bound: the
-Renyi-DP bound (``rdp``, amplified, loose by the RDP conversion) and the unamplified Gaussian
-bound (``gaussian``: the noise without any privacy amplification by sampling, sound for every
-scheme). Every bound they give is an upper bound on the true epsilon or delta (a sufficient
+A Monte Carlo certificate takes minutes; the accountants that declare themselves sound
+deterministic bounds (:func:`first_answer_accountants`: ``kind`` BOUND, ``sound``) answer the
+same question in seconds with a looser bound: built in, the Renyi-DP bound (``rdp``, amplified,
+loose by the RDP conversion) and the unamplified Gaussian bound (``gaussian``: the noise without
+any privacy amplification by sampling, sound for every scheme); a plugin joins by declaring it.
+Every bound they give is an upper bound on the true epsilon or delta (a sufficient
 sigma for ``calibrate``), so the best of them is a valid answer to report while the certified
 one is computed; docs/math.md §6 and §9 state them.
 
@@ -25,14 +26,17 @@ import attrs
 from minsep.framework import setup
 from minsep.framework.errors import MinsepError
 from minsep.framework.format import fmt
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
-from minsep.framework.registries import accountants
+from minsep.framework.interfaces import Accountant, AccountantKind, SamplingScheme, Strategy
 from minsep.framework.results import Result
 
-__all__ = ["FIRST_ANSWER", "FirstAnswer", "first_answer"]
+__all__ = ["FirstAnswer", "first_answer", "first_answer_accountants"]
 
-#: The deterministic accountants asked for a first answer, in the order they are tried.
-FIRST_ANSWER: tuple[str, ...] = ("rdp", "gaussian")
+
+def first_answer_accountants() -> tuple[str, ...]:
+    """The accountants asked for a first answer, in the order they are tried: the registered
+    ones declaring themselves sound deterministic bounds, by declared rank."""
+    return setup.preference((AccountantKind.BOUND,))
+
 
 #: What each question reports: the result's guarantee, and which direction is better.
 _VALUE: dict[str, tuple[str, Callable[[Any], float]]] = {
@@ -89,17 +93,16 @@ def first_answer(
     numbers: dict[str, float],
     answering: Accountant,
 ) -> FirstAnswer | None:
-    """The best bound of the :data:`FIRST_ANSWER` accountants on ``question`` (``"epsilon"``,
+    """The best bound of the :func:`first_answer_accountants` on ``question`` (``"epsilon"``,
     ``"delta"`` or ``"calibrate"``, with its ``numbers``), or None when none applies or the
     answering accountant is itself one of them (its answer is as quick)."""
-    if question not in _VALUE or _name(answering) in FIRST_ANSWER:
+    asked = first_answer_accountants()
+    if question not in _VALUE or _name(answering) in asked:
         return None
     quantity, value_of = _VALUE[question]
     start = time.perf_counter()
     found: dict[str, tuple[float, str]] = {}
-    for name in FIRST_ANSWER:
-        if name not in accountants:
-            continue
+    for name in asked:
         try:
             accountant = setup.build_accountant(name, strict=False)
             if not accountant.supports(scheme, strategy):

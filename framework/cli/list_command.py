@@ -8,6 +8,7 @@ import re
 import warnings
 from typing import Any
 
+from minsep.framework.cli.accountant_options import declared_options
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.coverage import coverage, describe_coverage
 from minsep.framework.errors import MinsepError
@@ -59,6 +60,15 @@ def _run(args: argparse.Namespace) -> int:
         width = max((len(n) for n in entries), default=0)
         for name, description in entries.items():
             print(f"  {name:<{width}}  {plain(description)}")
+            if title == "accountants":
+                cls = accountants.get(name)
+                flags = [f"--{d.replace('_', '-')}" for d in declared_options(cls).values()]
+                sound = "sound" if cls.sound else "not declared sound: never picked by auto"
+                print(f"  {'':<{width}}    {cls.kind.value}, {sound}, rank {cls.rank}")
+                print(f"  {'':<{width}}    options: {' '.join(flags) or 'none'}")
+            if title == "strategies":
+                for parameter in strategies.get(name).parameters():
+                    print(f"  {'':<{width}}    {name}:{plain(parameter.describe())}")
             if title == "schemes":
                 for parameter in schemes.get(name).parameters():
                     print(f"  {'':<{width}}    {parameter.flag} {plain(parameter.describe())}")

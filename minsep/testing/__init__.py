@@ -25,15 +25,25 @@ from minsep.testing.assertions import (
 from minsep.testing.loss_model_contract import LossModelContract
 from minsep.testing.scheme_contract import SchemeContract
 from minsep.testing.strategy_contract import StrategyContract
+from minsep.testing.zero_out import (
+    PatternLaw,
+    ZeroOutOracle,
+    enumerate_law,
+    min_sep_law,
+)
 
 __all__ = [
     "AccountantContract",
     "LossModelContract",
+    "PatternLaw",
     "SchemeContract",
     "StrategyContract",
+    "ZeroOutOracle",
     "assert_change_of_measure",
     "assert_loss_model_matches_bruteforce",
     "assert_mc_agrees_with_exact",
     "assert_refuses_invalid",
     "change_of_measure_mean",
+    "enumerate_law",
+    "min_sep_law",
 ]

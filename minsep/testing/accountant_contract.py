@@ -6,10 +6,11 @@ import math
 from functools import partial
 from typing import ClassVar
 
+import attrs
 import pytest
 
 from minsep.framework.errors import NotAccountableError
-from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.interfaces import Accountant, AccountantKind, SamplingScheme, Strategy
 from minsep.testing.assertions import assert_refuses_invalid
 
 Pair = tuple[SamplingScheme, Strategy]
@@ -41,6 +42,17 @@ class AccountantContract:
 
     def test_invalid_input_is_refused_naming_the_parameter(self, accountant: Accountant) -> None:
         assert_refuses_invalid(type(accountant), type(accountant).invalid_examples())
+
+    def test_declares_what_it_is(self, accountant: Accountant) -> None:
+        """``kind``, ``sound`` and ``rank`` are well-typed, and every declared command-line
+        option is a constructor keyword (``auto`` and the flags are built from them)."""
+        cls = type(accountant)
+        assert isinstance(cls.kind, AccountantKind), f"kind {cls.kind!r}"
+        assert isinstance(cls.sound, bool) and isinstance(cls.rank, int)
+        declared = cls.command_line_options or {}
+        fields = {f.alias or f.name for f in attrs.fields(cls)} if attrs.has(cls) else set()
+        unknown = sorted(set(declared) - fields)
+        assert not unknown, f"command_line_options names no field: {unknown}"
 
     def test_support_is_consistent(self, accountant: Accountant, pairs: list[Pair]) -> None:
         """Supported pairs pass ``require``; the others are refused by every question with an

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import pytest
 
 from minsep.framework.backend import numpy_backend
 from minsep.framework.interfaces import Direction, PrivacyLossModel, Transcript
+from minsep.testing.assertions import assert_change_of_measure
+from minsep.testing.zero_out import ZeroOutOracle
 
 
 def _draw(model: PrivacyLossModel, samples: int, direction: Direction, seed: int) -> Transcript:
@@ -25,12 +28,38 @@ class LossModelContract:
     Checks the two-stage sampling every accountant relies on: sigma-free transcripts of the
     requested size and direction, ``ln P/Q`` finite per sample for every sigma, the direction's
     sign applied by ``privacy_loss``, reproducible draws, and transcripts reusable across sigma
-    (common random numbers, docs/math.md §7). The identity ``E[exp(-L)] = 1`` is a statistical
-    check (:func:`minsep.testing.assert_change_of_measure`), run separately with more samples.
+    (common random numbers, docs/math.md §7).
+
+    Two checks tie the model to its math, and catch a wrong sign, a sampler that ignores a
+    constraint of the scheme, or an off-by-one in a recursion:
+
+    * change of measure in both directions, ``E_P[exp(-L)] = 1`` (y ~ P, ``L = ln P/Q``) and
+      ``E_Q[exp(L)] = 1`` (y ~ Q, ``L = ln P/Q``; i.e. ``E_Q[P/Q] = 1``), at ``CHANGE_SIGMA`` on
+      ``CHANGE_SAMPLES`` draws of fixed seeds: the sample mean must lie within ``CHANGE_K``
+      standard errors (from the sample variance) of 1, the standard error below
+      ``CHANGE_MAX_STDERR`` so that the check has power (``<= 1`` one-sided for a model that
+      bounds the ratio, docs/math.md §2.1). With ``CHANGE_K = 5`` a correct model fails with
+      probability below 1e-6 under the normal approximation, and the seeds are fixed;
+    * when the ``zero_out_oracle`` fixture returns a :class:`~minsep.testing.ZeroOutOracle`
+      (the scheme's pattern law and ``C``, tiny n), ``log_ratio_at(y, sigma, numpy)`` equals
+      the brute-force ``ln P(y)/Q(y)`` to ``ORACLE_ATOL`` on outputs the oracle draws from P
+      and from Q. The ratio pinned pointwise, change of measure then pins the sampler.
     """
 
     SAMPLES: ClassVar[int] = 512
     SIGMAS: ClassVar[tuple[float, ...]] = (0.3, 1.0, 4.0, 30.0)
+    CHANGE_SAMPLES: ClassVar[int] = 40_000
+    CHANGE_SIGMA: ClassVar[float] = 1.5
+    CHANGE_K: ClassVar[float] = 5.0
+    CHANGE_MAX_STDERR: ClassVar[float] = 0.05
+    ORACLE_SAMPLES: ClassVar[int] = 64
+    ORACLE_ATOL: ClassVar[float] = 1e-9
+
+    @pytest.fixture
+    def zero_out_oracle(self, loss_model: PrivacyLossModel) -> ZeroOutOracle | None:
+        """The brute-force oracle of ``loss_model`` (None: no oracle check). Override it to
+        return ``ZeroOutOracle(matrix=C, law=pattern_law)`` for a tiny instance."""
+        return None
 
     def test_n_steps_is_a_positive_int(self, loss_model: PrivacyLossModel) -> None:
         assert isinstance(loss_model.n_steps, int) and loss_model.n_steps >= 1
@@ -107,3 +136,50 @@ class LossModelContract:
                 for sigma in (self.SIGMAS[0], self.SIGMAS[-1])
             )
             assert high < low, f"{direction.value}: mean |ln P/Q| {high:.3g} >= {low:.3g}"
+
+    def test_change_of_measure_under_p(self, loss_model: PrivacyLossModel) -> None:
+        """``E_P[exp(-L)] = E_P[Q/P] = 1`` on REMOVE draws (docs/math.md §1)."""
+        assert_change_of_measure(
+            loss_model,
+            Direction.REMOVE,
+            self.CHANGE_SIGMA,
+            samples=self.CHANGE_SAMPLES,
+            seed=11,
+            k=self.CHANGE_K,
+            max_stderr=self.CHANGE_MAX_STDERR,
+        )
+
+    def test_change_of_measure_under_q(self, loss_model: PrivacyLossModel) -> None:
+        """``E_Q[exp(ln P/Q)] = E_Q[P/Q] = 1`` on ADD draws (docs/math.md §1)."""
+        assert_change_of_measure(
+            loss_model,
+            Direction.ADD,
+            self.CHANGE_SIGMA,
+            samples=self.CHANGE_SAMPLES,
+            seed=12,
+            k=self.CHANGE_K,
+            max_stderr=self.CHANGE_MAX_STDERR,
+        )
+
+    def test_log_ratio_matches_the_zero_out_oracle(
+        self, loss_model: PrivacyLossModel, zero_out_oracle: ZeroOutOracle | None
+    ) -> None:
+        """``ln P(y)/Q(y)`` of the model equals the oracle's enumeration at shared outputs."""
+        if zero_out_oracle is None:
+            pytest.skip("no zero_out_oracle given for this loss model")
+        at = getattr(loss_model, "log_ratio_at", None)
+        assert at is not None, (
+            f"{type(loss_model).__name__} has no log_ratio_at(outputs, sigma, xp): the oracle "
+            "check evaluates ln P/Q at outputs it draws itself"
+        )
+        assert zero_out_oracle.n_steps == loss_model.n_steps, "oracle and model differ in n"
+        for seed, direction in enumerate(Direction):
+            for sigma in self.SIGMAS[:3]:
+                y = zero_out_oracle.draw_outputs(self.ORACLE_SAMPLES, direction, sigma, seed)
+                np.testing.assert_allclose(
+                    np.asarray(at(y, sigma, np), dtype=float),
+                    zero_out_oracle.log_ratio(y, sigma),
+                    rtol=0,
+                    atol=self.ORACLE_ATOL,
+                    err_msg=f"ln P/Q against the oracle, y ~ {direction.name}, sigma = {sigma}",
+                )

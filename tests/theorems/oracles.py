@@ -3,84 +3,45 @@
 Deliberately naive and independent of ``minsep.schemes.losses``: every density ratio is
 ``P(y)/R(y) = sum_x Pr[x] N(Cx, sigma^2 I)(y) / N(0, sigma^2 I)(y)`` summed over all patterns
 ``x`` (``itertools.product``), with ``C`` built as a dense matrix (docs/math.md §1-§6). Only usable
-for tiny ``n``; pinned against the exact digits of docs/math.md in the theorem tests.
+for tiny ``n``; pinned against the exact digits of docs/math.md in the theorem tests. The generic
+pieces (dense ``C``, mixture ratios, the availability chain's law) are the plugin kit's
+:mod:`minsep.testing.zero_out`, re-exported here; the scheme-specific laws stay below.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from scipy.special import comb, logsumexp
+from scipy.special import comb
 
-Pattern = tuple[int, ...]
+from minsep.testing.zero_out import (
+    Pattern,
+    chain_path_probability,
+    log_gaussian_ratio,
+    log_mixture_ratio,
+    min_sep_law,
+)
+from minsep.testing.zero_out import banded_toeplitz_matrix as strategy_matrix
+from minsep.testing.zero_out import min_sep_initial_law as initial_law
 
-
-def strategy_matrix(coefficients: Sequence[float], n: int) -> np.ndarray:
-    """Dense banded Toeplitz C: ``C[t, s] = c[t - s]`` for ``0 <= t - s < k``."""
-    C = np.zeros((n, n))
-    for t in range(n):
-        for s in range(n):
-            if 0 <= t - s < len(coefficients):
-                C[t, s] = coefficients[t - s]
-    return C
-
-
-def log_gaussian_ratio(C: np.ndarray, x: Sequence[float], y: np.ndarray, sigma: float) -> float:
-    """``ln N(Cx, sigma^2 I)(y) / N(0, sigma^2 I)(y)``, straight from the two densities."""
-    mean = C @ np.asarray(x, dtype=float)
-    return float(-(np.sum((y - mean) ** 2) - np.sum(y**2)) / (2 * sigma**2))
-
-
-def log_mixture_ratio(
-    law: dict[Pattern, float], C: np.ndarray, y: np.ndarray, sigma: float
-) -> float:
-    """``ln sum_x Pr[x] N(Cx)(y) / N(0)(y)`` for a law given as ``{pattern: probability}``."""
-    terms = [
-        math.log(prob) + log_gaussian_ratio(C, x, y, sigma) for x, prob in law.items() if prob > 0
-    ]
-    return float(logsumexp(terms))
+__all__ = [
+    "Pattern",
+    "chain_path_probability",
+    "initial_law",
+    "log_gaussian_ratio",
+    "log_mixture_ratio",
+    "strategy_matrix",
+]
 
 
 # --- b-min-sep (docs/math.md §3): an explicit availability chain ----------------------------------
 
 
-def initial_law(p: float, b: int, warm: bool) -> dict[int, float]:
-    """Law of the initial chain state: 0 (cold), or the stationary law pi (warm)."""
-    if not warm:
-        return {0: 1.0}
-    norm = 1 + (b - 1) * p
-    return {s: (1.0 if s == 0 else p) / norm for s in range(b)}
-
-
-def chain_path_probability(x: Pattern, p: float, b: int, state: int) -> float:
-    """Probability that one example starting in ``state`` participates exactly on ``x``."""
-    prob = 1.0
-    for xt in x:
-        if state == 0:
-            if xt:
-                prob *= p
-                state = b - 1
-            else:
-                prob *= 1 - p
-        else:
-            if xt:
-                return 0.0
-            state -= 1
-    return prob
-
-
 def b_min_sep_law(n: int, p: float, b: int, warm: bool) -> dict[Pattern, float]:
     """Law of the participation pattern of one example under Algorithm 1 (cold) / 2 (warm)."""
-    start = initial_law(p, b, warm)
-    law: dict[Pattern, float] = {}
-    for x in itertools.product((0, 1), repeat=n):
-        prob = sum(w * chain_path_probability(x, p, b, s) for s, w in start.items())
-        if prob > 0:
-            law[x] = prob
-    return law
+    return min_sep_law(n, p, b, warm)
 
 
 def b_min_sep_log_ratio(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import shlex
 from collections.abc import Iterator
@@ -123,8 +124,13 @@ def test_the_loss_model_passes_the_contract(walkthrough: dict[str, Any]) -> None
     model = walkthrough["RandomReshuffling"].example().loss_model(walkthrough["identity"])
     checks = [name for name in dir(LossModelContract) if name.startswith("test_")]
     assert len(checks) >= 4
+    fixtures = {"loss_model": model, "zero_out_oracle": None}  # the page gives no oracle
     for name in checks:
-        getattr(contract, name)(model)
+        check = getattr(contract, name)
+        try:
+            check(**{key: fixtures[key] for key in inspect.signature(check).parameters})
+        except pytest.skip.Exception:
+            assert name == "test_log_ratio_matches_the_zero_out_oracle"
 
 
 def test_the_brute_force_check_catches_a_wrong_model(walkthrough: dict[str, Any]) -> None:

@@ -142,7 +142,8 @@ def test_a_model_without_kernels_reports_the_array_path_by_default() -> None:
             raise NotImplementedError
 
     assert Plain().kernel_set(numpy_backend()) == "array"
-    assert Plain().kernel_notes(numpy_backend()) == ()
+    (note,) = Plain().kernel_notes(numpy_backend())  # said once, naming the model
+    assert "loss model Plain has no compiled kernels" in note and "Compiled kernels" in note
 
 
 def test_environment_choice_is_validated() -> None:
@@ -272,3 +273,13 @@ def test_bench_requiring_numba_fails_on_the_array_path() -> None:
     assert out.returncode == 3, out.stderr
     assert "'array' is in use, 'numba' was required" in out.stderr
     assert "MINSEP_KERNELS=array" in out.stderr
+
+
+def test_a_plugin_model_on_the_array_path_says_so_once_in_the_result() -> None:
+    from minsep.accountants.monte_carlo import MonteCarloAccountant
+    from tests.unit.montecarlo_toys import ToyScheme, ToyStrategy
+
+    accountant = MonteCarloAccountant(samples=2_000, seed=0, progress=False)
+    result = accountant.delta(ToyScheme(), ToyStrategy(), 1.0, 1.0)
+    notes = [n for n in result.notes if "has no compiled kernels" in n]
+    assert len(notes) == 1 and "SubsampledGaussianToy" in notes[0]

@@ -21,9 +21,8 @@ from typing import Any
 from minsep.framework.cli.first_answer import first_answer
 from minsep.framework.errors import MinsepError, NotAccountableError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
-from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult
-from minsep.framework.setup import AUTO, PREFERENCE, build_accountant
+from minsep.framework.setup import AUTO, build_accountant, preference
 from minsep.training.report import certificate_text
 
 __all__ = ["UNAMPLIFIED", "calibrate", "stderr_lines"]
@@ -41,7 +40,7 @@ def stderr_lines(text: str) -> None:
 
 
 def _candidates(name: str, options: Mapping[str, Any] | None) -> list[tuple[str, Accountant]]:
-    names = [n for n in PREFERENCE if n in accountants] if name == AUTO else [name]
+    names = list(preference()) if name == AUTO else [name]
     return [(n, build_accountant(n, options, strict=name != AUTO)) for n in names]
 
 

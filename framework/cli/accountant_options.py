@@ -1,0 +1,85 @@
+"""The accountants' command-line options, from what each accountant declares.
+
+Every registered accountant (plugins included) declares the options the command line sets
+(``Accountant.command_line_options``: ``{field: flag dest}``, by default its attrs init fields of
+a command-line kind under their own names). The commands forward a given flag to the field of
+the accountant that answers; a declared option that no command flag has yet gets a generated
+flag (``--dest-with-dashes``), so a plugin accountant's options work with no edit here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from minsep.framework.interfaces import Accountant
+from minsep.framework.parameters import CLI_KINDS, Parameter, parameters_of
+from minsep.framework.registries import accountants
+
+
+def declared_options(cls: type[Accountant]) -> dict[str, str]:
+    """``{field: flag dest}`` of the options ``cls`` lets the command line set."""
+    declared = cls.command_line_options
+    if declared is not None:
+        return dict(declared)
+    return {p.name: p.name for p in parameters_of(cls) if p.kind in CLI_KINDS}
+
+
+def option_fields() -> dict[str, str]:
+    """``{flag dest: field}`` over every registered accountant (first declaration wins)."""
+    found: dict[str, str] = {}
+    for entry in accountants.entries():
+        for field, dest in declared_options(entry.cls).items():
+            found.setdefault(dest, field)
+    return found
+
+
+def _parameters() -> dict[str, tuple[Parameter, str]]:
+    """``{flag dest: (parameter, users)}`` of the declared options of a command-line kind."""
+    found: dict[str, tuple[Parameter, list[str]]] = {}
+    for entry in accountants.entries():
+        by_field = {p.name: p for p in parameters_of(entry.cls) if p.kind in CLI_KINDS}
+        for field, dest in declared_options(entry.cls).items():
+            if field in by_field:
+                found.setdefault(dest, (by_field[field], []))[1].append(entry.name)
+    return {dest: (p, ", ".join(users)) for dest, (p, users) in found.items()}
+
+
+def add_accountant_arguments(
+    parser: argparse.ArgumentParser, parsers: Mapping[str, Callable[[str], Any]]
+) -> None:
+    """A flag for every declared accountant option that ``parser`` has no flag for yet;
+    ``parsers`` reads a value of each option kind."""
+    taken = {a.dest for a in parser._actions} | {
+        flag for a in parser._actions for flag in a.option_strings
+    }
+    group = None
+    for dest, (parameter, users) in _parameters().items():
+        flag = "--" + dest.replace("_", "-")
+        if dest in taken or flag in taken:
+            continue
+        group = group or parser.add_argument_group("accountant options (of the registered ones)")
+        text = f"{parameter.help} [{users}]".strip()
+        if parameter.kind == "bool":
+            group.add_argument(
+                flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=text
+            )
+        else:
+            group.add_argument(
+                flag,
+                dest=dest,
+                type=parsers[parameter.kind],
+                default=None,
+                metavar=parameter.kind.upper(),
+                help=text,
+            )
+
+
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The accountant options given on the command line, as accountant field names."""
+    return {
+        field: getattr(args, dest)
+        for dest, field in option_fields().items()
+        if getattr(args, dest, None) is not None
+    }
