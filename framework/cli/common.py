@@ -772,8 +772,10 @@ def answer(
             accountant, stated = choose_samples(
                 args, accountant, scheme, strategy, question, dict(numbers or {})
             )
-        except ConfigurationError:
-            # refused (e.g. over --max-seconds): the first answer is still worth having
+        except ConfigurationError as refused:
+            if refused.parameter != "max_seconds":
+                raise  # a bad option: one line, before any work
+            # refused over --max-seconds: the first answer is still worth having
             early = first_answer(question, scheme, strategy, dict(numbers or {}), accountant)
             if early is not None and not quiet(args):
                 print(f"minsep: {early.line()}", file=sys.stderr, flush=True)
