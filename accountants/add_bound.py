@@ -162,9 +162,7 @@ class AddDirectionBound:
 
     def log_delta(self, epsilon: float) -> tuple[float, float]:
         """``(ln delta bound, kappa)`` of the Chernoff bound at ``epsilon`` (not capped)."""
-        return self._minimise(
-            lambda kappa: log_c(kappa) - kappa * epsilon + self.log_moment(kappa)
-        )
+        return self._minimise(lambda kappa: log_c(kappa) - kappa * epsilon + self.log_moment(kappa))
 
     def delta(self, epsilon: float) -> float:
         """An upper bound on ``delta_add(epsilon)`` (also ``<= (1 - e^eps pi(empty))_+``)."""

@@ -33,8 +33,10 @@ def quad_h(p: float, s: float, kappa: float) -> float:
 
     def f(t: float) -> float:
         u = p * math.expm1(t / s - 0.5 / (s * s))
-        return (math.expm1(-kappa * math.log1p(u)) + kappa * u) * math.exp(-t * t / 2) / math.sqrt(
-            2 * math.pi
+        return (
+            (math.expm1(-kappa * math.log1p(u)) + kappa * u)
+            * math.exp(-t * t / 2)
+            / math.sqrt(2 * math.pi)
         )
 
     star = 0.5 / s
@@ -94,9 +96,7 @@ def gauss_hermite_moment(
     log_u = np.full(len(grid), -np.inf)
     for x, prob in law.items():
         mean = C @ np.asarray(x, dtype=float)
-        log_u = np.logaddexp(
-            log_u, math.log(prob) + (grid @ mean - 0.5 * mean @ mean) / sigma**2
-        )
+        log_u = np.logaddexp(log_u, math.log(prob) + (grid @ mean - 0.5 * mean @ mean) / sigma**2)
     return float(np.sum(weights * np.exp(-kappa * log_u)))
 
 
