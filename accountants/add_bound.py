@@ -16,6 +16,7 @@ optimises kappa per question. Equality ``E_Q[U^-kappa] = h(q)^n`` holds for Pois
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -26,8 +27,16 @@ from minsep.framework.validation import number, probability, steps
 
 if TYPE_CHECKING:
     from minsep.framework.interfaces import SamplingScheme, Strategy
+    from minsep.framework.participation import ParticipationChain
 
-__all__ = ["AddDirectionBound", "add_direction_bound", "log_h_upper", "operator_norm_upper"]
+__all__ = [
+    "AddDirectionBound",
+    "add_direction_bound",
+    "banded_operator_norm_upper",
+    "chain_add_bound",
+    "log_h_upper",
+    "operator_norm_upper",
+]
 
 #: Grid points per unit of t (at s >= 1; the step shrinks with s, since e^{t/s} does).
 _POINTS_PER_UNIT = 500
@@ -94,23 +103,29 @@ def log_h_upper(p: float, s: float, kappa: float) -> float:
 def operator_norm_upper(strategy: Strategy, n_steps: int) -> float:
     """An upper bound on ``||C||_op`` for the n x n matrix C (its entries taken in absolute value).
 
-    Collatz-Wielandt: for G = |C|^T |C| >= 0 entrywise and any u > 0, ``lambda_max(G) <=
-    max_i (G u)_i / u_i``; u runs a power iteration from the ones vector and the smallest of
-    these bounds is kept (docs/math.md §10). Banded strategies use O(n bands) products.
+    Banded strategies use O(n bands) products (:func:`banded_operator_norm_upper`), others the
+    dense matrix; both bound ``lambda_max(|C|^T |C|)`` by Collatz-Wielandt (docs/math.md §10).
     """
     if strategy.is_banded:
-        column = np.abs(np.asarray(strategy.coefficients, dtype=np.float64))
+        return banded_operator_norm_upper(strategy.coefficients, n_steps)
+    dense = np.abs(np.asarray(strategy.matrix(n_steps), dtype=np.float64))
+    return _collatz_wielandt(lambda u: np.asarray(dense.T @ (dense @ u)), n_steps)
 
-        def gram(u: np.ndarray) -> np.ndarray:
-            cu = np.convolve(column, u)[:n_steps]  # |C| u
-            return np.convolve(column[::-1], cu)[column.size - 1 :][:n_steps]  # |C|^T (|C| u)
 
-    else:
-        dense = np.abs(np.asarray(strategy.matrix(n_steps), dtype=np.float64))
+def banded_operator_norm_upper(coefficients: Sequence[float], n_steps: int) -> float:
+    """An upper bound on ``||C||_op``, C the n x n banded Toeplitz matrix of ``coefficients``."""
+    column = np.abs(np.asarray(coefficients, dtype=np.float64))
 
-        def gram(u: np.ndarray) -> np.ndarray:
-            return np.asarray(dense.T @ (dense @ u))
+    def gram(u: np.ndarray) -> np.ndarray:
+        cu = np.convolve(column, u)[:n_steps]  # |C| u
+        return np.convolve(column[::-1], cu)[column.size - 1 :][:n_steps]  # |C|^T (|C| u)
 
+    return _collatz_wielandt(gram, n_steps)
+
+
+def _collatz_wielandt(gram: Callable[[np.ndarray], np.ndarray], n_steps: int) -> float:
+    """``sqrt(min over power iterates u > 0 of max_i (G u)_i / u_i)`` (inflated): for G >= 0
+    entrywise, each such maximum is at least ``lambda_max(G)`` (Collatz-Wielandt)."""
     u = np.ones(n_steps)
     best = math.inf
     for _ in range(_POWER_STEPS):
@@ -147,18 +162,17 @@ class AddDirectionBound:
         worst = -math.log1p(-self.probability) if self.probability < 1.0 else 1.0
         return max(min(_KAPPA_RANGE[1], 500.0 / worst), 2.0 * _KAPPA_RANGE[0])
 
-    def _minimise(self, objective: object) -> tuple[float, float]:
+    def _minimise(self, objective: Callable[[float], float]) -> tuple[float, float]:
         """``(value, kappa)`` of a bounded search over ln kappa; any kappa is valid."""
-        f = objective  # type: ignore[assignment]
         lo, hi = math.log(_KAPPA_RANGE[0]), math.log(self._kappa_high())
         found = optimize.minimize_scalar(
-            lambda v: f(math.exp(v)),  # type: ignore[operator]
+            lambda v: objective(math.exp(v)),
             bounds=(lo, hi),
             method="bounded",
             options={"xatol": 1e-3},
         )
         kappa = math.exp(float(found.x))
-        return float(f(kappa)), kappa  # type: ignore[operator]
+        return float(objective(kappa)), kappa
 
     def log_delta(self, epsilon: float) -> tuple[float, float]:
         """``(ln delta bound, kappa)`` of the Chernoff bound at ``epsilon`` (not capped)."""
@@ -191,7 +205,12 @@ def add_direction_bound(
     chain = scheme.participation_chain()
     if chain is None or float(scheme.max_step_contribution) != 1.0:
         return None
-    norm = operator_norm_upper(strategy, chain.n_steps)
+    return chain_add_bound(chain, operator_norm_upper(strategy, chain.n_steps), sigma)
+
+
+def chain_add_bound(chain: ParticipationChain, norm: float, sigma: float) -> AddDirectionBound:
+    """The bound for a b-min-sep ``chain`` (cold or warm; Poisson as b = 1: every conditional
+    participation probability is at most p) under a C with ``||C||_op <= norm``."""
     return AddDirectionBound(
         n_steps=chain.n_steps,
         probability=chain.probability,

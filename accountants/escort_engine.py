@@ -9,10 +9,15 @@ folded in; with probability at most ``q`` a wrong candidate passes, and then sti
 ``delta_remove <= s*``, so the folded bound is ``s* (tau x_b + q (1 - tau x_b))``). A weight
 above its bound is refused (:class:`SupportBoundError`), never clipped.
 
-The add direction: ``u >= pi(empty)``, so ``delta_add(eps) = 0`` exactly when ``eps >=
-ln(1 / pi(empty))`` (docs/rdp-escort.md §5); otherwise it is verified by plain Monte Carlo on
-its own draws. A claim fails only if one direction fails, so the released delta is the larger
-of the two directions' folded bounds.
+The add direction, deterministically first: ``u >= pi(empty)``, so ``delta_add(eps) = 0``
+exactly when ``eps >= ln(1 / pi(empty))`` (docs/rdp-escort.md §5, route ``"exact zero"``);
+below it the Chernoff bound of docs/math.md §10 (route ``"deterministic"``) certifies the add
+direction without a sample wherever it is at most delta (epsilon questions: candidates are
+raised to its epsilon when that costs less than the pilot's ladder; delta questions: where it
+is at most the remove direction's release; calibration: per sweep entry). Only where it is not
+enough is the add direction verified by plain Monte Carlo on its own draws (route
+``"plain"``). A claim fails only if one direction fails, so the released delta is the larger
+of the two directions' bounds.
 
 Draws are chunked like the plain engine's: chunk ``i`` of stream ``s`` uses
 ``SeedSequence(seed, spawn_key=(s, i, 0))``, tasks are picklable (process and Dask executors),
@@ -30,6 +35,11 @@ import attrs
 import numpy as np
 
 from minsep.accountants import rdp_moments as moments
+from minsep.accountants.add_bound import (
+    AddDirectionBound,
+    banded_operator_norm_upper,
+    chain_add_bound,
+)
 from minsep.accountants.escort import (
     escort_outputs,
     log_escort_weight,
@@ -67,6 +77,7 @@ __all__ = [
     "EscortProposal",
     "EscortSetup",
     "EscortTarget",
+    "add_bound",
     "add_threshold",
     "choose_setup",
     "escort_sample",
@@ -171,6 +182,14 @@ def add_threshold(model: PrivacyLossModel) -> float:
     chain = _target("add_threshold", model).participation_chain()
     value = -chain.log_no_participation()
     return value * (1.0 + INFLATE) if math.isfinite(value) else math.inf
+
+
+def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
+    """The deterministic add-direction bound of docs/math.md §10 for the escort's model."""
+    target = _target("add_bound", model)
+    chain = target.participation_chain()
+    norm = banded_operator_norm_upper(target.coefficients, chain.n_steps)
+    return chain_add_bound(chain, norm, sigma)
 
 
 @attrs.frozen
@@ -356,7 +375,13 @@ class EscortProposal:
         target = x_guess * math.exp(log_guess)
         candidates = [_first_below(grid, means, k * target) for k in fractions]
         threshold = add_threshold(model)
+        bound = add_bound(model, sigma)
         add = "exact zero" if candidates[0] >= threshold else "plain"
+        if add == "plain":
+            add_epsilon = bound.epsilon(delta)
+            if add_epsilon <= candidates[-1]:  # the bound holds below the top candidate
+                add = "deterministic"
+                candidates = [max(c, add_epsilon) for c in candidates]
         add_pilot = None
         add_base = math.nan
         if add == "plain":
@@ -443,7 +468,14 @@ class EscortProposal:
             seed=seed,
             seconds=time.perf_counter() - start,
             reason=reason,
-            proposal=ProposalInfo("escort", setup.order, setup.log_z, scale, add),
+            proposal=ProposalInfo(
+                "escort",
+                setup.order,
+                setup.log_z,
+                scale,
+                add,
+                bound.delta(accepted[0]) if accepted and add == "deterministic" else None,
+            ),
         )
 
     def _pilot(
@@ -536,6 +568,9 @@ class EscortProposal:
         mean, se = _mean([pilot, verify], 0)
         add, add_failure = 0.0, 0.0
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
+        deterministic = add_bound(model, sigma).delta(eps) if handled == "plain" else 0.0
+        if handled == "plain" and deterministic <= remove:
+            handled, add = "deterministic", deterministic
         verification = _mean([verify], 0)[0] * scale
         if handled == "plain":
             tallies = [
@@ -557,6 +592,7 @@ class EscortProposal:
                 )
             ]
             add, add_failure, _ = _released_delta(tallies[:1], tallies[1], samples, factors, 1.0)
+            add = min(add, deterministic)  # both are bounds; the sampled one may fail
             verification = max(verification, tallies[1].delta(0, 0))
         return DeltaCertificate(
             sigma=float(sigma),
@@ -573,7 +609,14 @@ class EscortProposal:
             pilot_samples=pilot_samples,
             seed=seed,
             seconds=time.perf_counter() - start,
-            proposal=ProposalInfo("escort", setup.order, setup.log_z, scale, handled),
+            proposal=ProposalInfo(
+                "escort",
+                setup.order,
+                setup.log_z,
+                scale,
+                handled,
+                add if handled == "deterministic" else None,
+            ),
         )
 
     # -- calibration ---------------------------------------------------------------------
@@ -613,6 +656,11 @@ class EscortProposal:
         scale = _scale(log_scale, order, eps)
         x_b = base_delta(samples, min(delta / scale, 0.5))
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
+        settled = [handled == "exact zero"] * len(values)
+        if handled == "plain":
+            settled = [add_bound(model, s).delta(eps) <= delta for s in values]
+            if all(settled):
+                handled = "deterministic"
         add_tally = None
         add_base = math.nan
         if handled == "plain":
@@ -651,7 +699,7 @@ class EscortProposal:
                 observed, passed = mean * scale, mean <= x_b
             else:
                 observed = math.exp(setup.log_support(eps))
-            if add_tally is not None:
+            if add_tally is not None and not settled[i]:
                 add_mean = add_tally.delta(i, 0)
                 observed = max(observed, add_mean)
                 passed = passed and add_mean <= add_base

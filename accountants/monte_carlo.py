@@ -127,11 +127,15 @@ def _proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
     """What the escort did (order, Z, support bound, add direction); nothing for plain."""
     if info is None or info.method == "plain":
         return ()
-    add = (
-        "the add direction's delta is exactly 0 (epsilon >= ln(1/pi(empty)))"
-        if info.add == "exact zero"
-        else "the add direction was verified by plain Monte Carlo"
-    )
+    add = {
+        "exact zero": "the add direction's delta is exactly 0 (epsilon >= ln(1/pi(empty)))",
+        "deterministic": (
+            "the add direction is certified deterministically by the Chernoff bound of "
+            "docs/math.md §10 (no add samples drawn"
+            + ("" if info.add_delta is None else f"; delta_add <= {info.add_delta:.3g}")
+            + ")"
+        ),
+    }.get(info.add, "the add direction was verified by plain Monte Carlo")
     return (
         f"escort importance sampling: order lam = {info.order}, ln Z_lam = {info.log_z:.6g}, "
         f"weights W / s verified with support bound s = {info.support:.4g} (Fact 4.2 on W/s; "
