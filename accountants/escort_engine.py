@@ -49,7 +49,12 @@ from minsep.accountants.escort import (
 from minsep.framework.errors import CalibrationError, ConfigurationError, MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
-from minsep.framework.montecarlo.bounds import base_delta, overall_delta, verification_failure
+from minsep.framework.montecarlo.bounds import (
+    base_delta,
+    min_samples,
+    overall_delta,
+    verification_failure,
+)
 from minsep.framework.montecarlo.calibration import FALLBACK, SweepCalibration, _check_sweep
 from minsep.framework.montecarlo.estimates import estimate_epsilon
 from minsep.framework.montecarlo.evr import (
@@ -311,6 +316,13 @@ class EscortProposal:
             ``s_lam(eps)`` among ``orders``, eps from a pilot).
         orders: the orders the automatic choice considers.
         max_states: memory budget of the forward pass (entries of its state array).
+        precision: when set, an epsilon question verifies on the fewest samples (at most
+            ``samples``) that reach this relative precision once the pilot has fixed the
+            support bound s*: ``min_samples(delta^(1 + r) / s*, delta / s*)`` (docs/math.md
+            §7.3 in units of s*); chosen before any verification draw, so Fact 4.2 holds.
+            Such a run never samples the add direction: below ``ln(1 / pi(empty))`` it is
+            certified by the bound of docs/math.md §10, which then may bind (the candidates
+            are raised to its epsilon; the notes give the add bound).
     """
 
     plain = False
@@ -318,8 +330,11 @@ class EscortProposal:
     order: int | None = attrs.field(default=None)
     orders: tuple[int, ...] = attrs.field(default=DEFAULT_ORDERS, converter=tuple)
     max_states: int = moments.DEFAULT_MAX_STATES
+    precision: float | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.precision is not None:
+            check_range("EscortProposal", "precision", self.precision, low=0.0, low_open=True)
         if self.order is not None:
             moments.check_order("EscortProposal", self.order)
         for lam in self.orders:
@@ -379,7 +394,10 @@ class EscortProposal:
         add = "exact zero" if candidates[0] >= threshold else "plain"
         if add == "plain":
             add_epsilon = bound.epsilon(delta)
-            if add_epsilon <= candidates[-1]:  # the bound holds below the top candidate
+            # deterministic where the bound holds below the top candidate, or always when the
+            # run is sized by precision (plain add draws would need ~1/delta samples)
+            sized = self.precision is not None and math.isfinite(add_epsilon)
+            if add_epsilon <= candidates[-1] or sized:
                 add = "deterministic"
                 candidates = [max(c, add_epsilon) for c in candidates]
         add_pilot = None
@@ -403,6 +421,10 @@ class EscortProposal:
         candidates = [float(x) for x in np.maximum.accumulate(candidates) if math.isfinite(x)]
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
         scale = _scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
+        if self.precision is not None and add != "plain" and scale > delta:
+            norm = min(delta / scale, 0.5)
+            wanted = min_samples(norm * delta**self.precision, norm, candidates=count)
+            samples = max(min(samples, wanted), pilot_samples, 2)
         if scale <= delta:  # the order-lam RDP bound alone certifies every candidate
             x_b, accepted_remove, deltas = 1.0, [True] * len(candidates), [scale] * len(candidates)
         else:

@@ -81,6 +81,8 @@ __all__ = ["MonteCarloAccountant"]
 
 #: Sigmas tried per coarse and fine walk of the calibration pilot (see locate_sigma).
 _FINE_STEPS = 8
+#: The escort's pilot when its verification is sized by precision (it fixes the support bound).
+_ESCORT_PILOT = 10_000
 
 
 def _workers(value: Any) -> Any:
@@ -214,6 +216,12 @@ class MonteCarloAccountant(Accountant):
             whole grid: the tighter default) or ``"fact42"`` (the pilot's ladder of candidates
             verified by Fact 4.2 with a union bound). The result's ``bound`` says which ran;
             the escort and the delta and calibrate questions use Fact 4.2 either way.
+        precision: the relative precision ``samples`` was chosen for (the CLI's
+            ``--precision``), or None. When set, ``"auto"`` prefers the escort for an epsilon
+            question wherever the model supports it, and the escort verifies on the fewest
+            samples (at most ``samples``) reaching it once its pilot has fixed the support
+            bound (:class:`~minsep.accountants.escort_engine.EscortProposal`), with pilot
+            ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
     """
 
     samples: int = attrs.field(
@@ -267,6 +275,9 @@ class MonteCarloAccountant(Accountant):
         default=2.0**8, converter=v.plain_number, validator=v.positive()
     )
     proposal: str = attrs.field(default="auto", validator=v.one_of(*PROPOSAL_KINDS))
+    precision: float | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.positive())
+    )
     bound: str = attrs.field(default=EPSILON_BOUNDS[0], validator=v.one_of(*EPSILON_BOUNDS))
 
     def __attrs_post_init__(self) -> None:
@@ -532,14 +543,25 @@ class MonteCarloAccountant(Accountant):
                     "with participation_chain()); use proposal 'plain' or 'auto'",
                     parameter="proposal",
                 )
-            return EscortProposal(), ("proposal: escort (requested).",)
+            return self._escort(), ("proposal: escort (requested).",)
         if not supported:
             return None, ()
+        if delta is not None and self.precision is not None and sigma is not None:
+            try:
+                EscortProposal().setups(model, sigma)
+            except ConfigurationError:
+                pass
+            else:
+                return self._escort(), (
+                    f"proposal: escort (auto): the samples are sized for precision "
+                    f"{self.precision:g} and importance sampling from the escort R_lam reaches "
+                    "it on fewer draws (docs/rdp-escort.md §8).",
+                )
         if delta is not None:
             try:
                 base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
             except ConfigurationError:
-                return EscortProposal(), (
+                return self._escort(), (
                     f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
                     f"{delta:.3g} with {self.samples} samples; importance sampling from the "
                     "escort R_lam can (docs/rdp-escort.md §8).",
@@ -558,6 +580,16 @@ class MonteCarloAccountant(Accountant):
                 "less than plain samples.",
             )
         return None, ()
+
+    def _escort(self) -> EscortProposal:
+        """The escort proposal, sized by ``precision`` when it is set."""
+        return EscortProposal(precision=self.precision)
+
+    def _pilot_for(self, proposal: EscortProposal | None) -> int:
+        """Pilot samples: the escort's pilot is capped at 10,000 when sized by precision."""
+        if proposal is None or self.precision is None or self.pilot_samples is not None:
+            return self._pilot()
+        return min(self._pilot(), _ESCORT_PILOT)
 
     # -- questions ------------------------------------------------------------------------
 
@@ -582,7 +614,7 @@ class MonteCarloAccountant(Accountant):
             sigma,
             delta,
             samples=self.samples,
-            pilot_samples=self._pilot(),
+            pilot_samples=self._pilot_for(proposal),
             seed=seed,
             config=self._config(model),
             proposal=proposal,
@@ -596,7 +628,7 @@ class MonteCarloAccountant(Accountant):
             certified_epsilon=cert.certified,
             delta=delta,
             sigma=sigma,
-            samples=self.samples,
+            samples=cert.samples,
             seed=seed,
             failure_probability=cert.failure_probability,
             std_error=_finite_or_none(cert.std_error),
