@@ -112,7 +112,7 @@ def operator_norm_upper(strategy: Strategy, n_steps: int) -> float:
     return _collatz_wielandt(lambda u: np.asarray(dense.T @ (dense @ u)), n_steps)
 
 
-def banded_operator_norm_upper(coefficients: Sequence[float], n_steps: int) -> float:
+def banded_operator_norm_upper(coefficients: Sequence[float] | np.ndarray, n_steps: int) -> float:
     """An upper bound on ``||C||_op``, C the n x n banded Toeplitz matrix of ``coefficients``."""
     column = np.abs(np.asarray(coefficients, dtype=np.float64))
 

@@ -160,7 +160,7 @@ def test_epsilon_decreases_with_sigma_and_never_exceeds_the_gaussian() -> None:
         gaussian = GaussianAccountant().epsilon(scheme, strategy, sigma, 1e-5).epsilon
         assert ours <= gaussian
         values.append(ours)
-    assert all(a > b for a, b in zip(values, values[1:], strict=False))
+    assert all(a > b for a, b in itertools.pairwise(values))
     assert values[-1] < 1e-3
 
 
