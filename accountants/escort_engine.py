@@ -96,6 +96,9 @@ DEFAULT_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8)
 INFLATE = 1e-10
 #: A weight may exceed its bound by this relative slack (rounding) before the run refuses.
 SUPPORT_SLACK = 1e-9
+#: A run sized by precision samples the add direction (plain) only up to this many draws;
+#: beyond it the deterministic bound of docs/math.md §10 certifies it (and may bind).
+PLAIN_ADD_LIMIT = 10**7
 #: Pilot grid of epsilons (candidates are grid points; resolution eps_max / (size - 1)).
 PILOT_GRID = 2001
 #: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
@@ -320,9 +323,10 @@ class EscortProposal:
             ``samples``) that reach this relative precision once the pilot has fixed the
             support bound s*: ``min_samples(delta^(1 + r) / s*, delta / s*)`` (docs/math.md
             §7.3 in units of s*); chosen before any verification draw, so Fact 4.2 holds.
-            Such a run never samples the add direction: below ``ln(1 / pi(empty))`` it is
-            certified by the bound of docs/math.md §10, which then may bind (the candidates
-            are raised to its epsilon; the notes give the add bound).
+            When such a run would sample the add direction on more than
+            :data:`PLAIN_ADD_LIMIT` draws, the bound of docs/math.md §10 certifies it instead
+            and may then bind (the candidates are raised to its epsilon; the notes give the
+            add bound).
     """
 
     plain = False
@@ -394,9 +398,13 @@ class EscortProposal:
         add = "exact zero" if candidates[0] >= threshold else "plain"
         if add == "plain":
             add_epsilon = bound.epsilon(delta)
-            # deterministic where the bound holds below the top candidate, or always when the
-            # run is sized by precision (plain add draws would need ~1/delta samples)
-            sized = self.precision is not None and math.isfinite(add_epsilon)
+            # deterministic where the bound holds below the top candidate, or when the run is
+            # sized by precision and plain add draws would need more than PLAIN_ADD_LIMIT
+            sized = (
+                self.precision is not None
+                and samples > PLAIN_ADD_LIMIT
+                and math.isfinite(add_epsilon)
+            )
             if add_epsilon <= candidates[-1] or sized:
                 add = "deterministic"
                 candidates = [max(c, add_epsilon) for c in candidates]

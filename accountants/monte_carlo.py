@@ -23,7 +23,12 @@ from typing import Any, TypeVar
 import attrs
 import numpy as np
 
-from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
+from minsep.accountants.escort_engine import (
+    PLAIN_ADD_LIMIT,
+    EscortProposal,
+    EscortTarget,
+    choose_setup,
+)
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -217,8 +222,9 @@ class MonteCarloAccountant(Accountant):
             verified by Fact 4.2 with a union bound). The result's ``bound`` says which ran;
             the escort and the delta and calibrate questions use Fact 4.2 either way.
         precision: the relative precision ``samples`` was chosen for (the CLI's
-            ``--precision``), or None. When set, ``"auto"`` prefers the escort for an epsilon
-            question wherever the model supports it, and the escort verifies on the fewest
+            ``--precision``), or None. When set and ``samples`` exceeds 10^7, ``"auto"``
+            prefers the escort for an epsilon question wherever the model supports it, and
+            the escort verifies on the fewest
             samples (at most ``samples``) reaching it once its pilot has fixed the support
             bound (:class:`~minsep.accountants.escort_engine.EscortProposal`), with pilot
             ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
@@ -546,16 +552,22 @@ class MonteCarloAccountant(Accountant):
             return self._escort(), ("proposal: escort (requested).",)
         if not supported:
             return None, ()
-        if delta is not None and self.precision is not None and sigma is not None:
+        if (
+            delta is not None
+            and self.precision is not None
+            and sigma is not None
+            and self.samples > PLAIN_ADD_LIMIT
+        ):
             try:
                 EscortProposal().setups(model, sigma)
             except ConfigurationError:
                 pass
             else:
                 return self._escort(), (
-                    f"proposal: escort (auto): the samples are sized for precision "
-                    f"{self.precision:g} and importance sampling from the escort R_lam reaches "
-                    "it on fewer draws (docs/rdp-escort.md §8).",
+                    f"proposal: escort (auto): precision {self.precision:g} at this delta "
+                    f"needs {self.samples:,} plain samples (more than {PLAIN_ADD_LIMIT:,}); "
+                    "importance sampling from the escort R_lam reaches it on fewer draws "
+                    "(docs/rdp-escort.md §8).",
                 )
         if delta is not None:
             try:
