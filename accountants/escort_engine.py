@@ -429,9 +429,11 @@ class EscortProposal:
         candidates = [float(x) for x in np.maximum.accumulate(candidates) if math.isfinite(x)]
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
         scale = _scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
-        if self.precision is not None and add != "plain" and scale > delta:
-            norm = min(delta / scale, 0.5)
-            wanted = min_samples(norm * delta**self.precision, norm, candidates=count)
+        if self.precision is not None and add != "plain":
+            wanted = pilot_samples  # scale <= delta: the RDP bound alone certifies, no draws
+            if scale > delta:
+                norm = min(delta / scale, 0.5)
+                wanted = min_samples(norm * delta**self.precision, norm, candidates=count)
             samples = max(min(samples, wanted), pilot_samples, 2)
         if scale <= delta:  # the order-lam RDP bound alone certifies every candidate
             x_b, accepted_remove, deltas = 1.0, [True] * len(candidates), [scale] * len(candidates)
