@@ -200,3 +200,17 @@ def test_random_chains_unamplified_above_bound_above_exact(seed: int) -> None:
     # the rdp accountant's epsilon also covers the add direction (it takes the min of routes)
     x_rdp = -np.expm1(np.minimum(rdp + log_u, 0.0))
     assert float(x_rdp.mean()) <= delta + 5 * float(x_rdp.std() / math.sqrt(len(x_rdp)))
+
+
+def test_the_bound_tightens_the_rdp_first_answer() -> None:
+    """README's example (b = 8, 8 bands, n = 1024, p0 = 1/256, sigma = 1, delta = 1e-3): the
+    add direction was ln((1 - delta) / pi(empty)) = 4.12; §10 brings it to about 2.53."""
+    from minsep.accountants.rdp import RdpAccountant
+
+    scheme = BMinSep.from_rate(1024, 1 / 256, min_sep=8)
+    strategy = BandedToeplitz.for_steps(1024, bands=8)
+    bound = RdpAccountant().renyi(scheme, strategy, 1.0)
+    assert bound.add is not None
+    assert math.log1p(-1e-3) - bound.log_no_participation == pytest.approx(4.12, abs=5e-3)
+    assert bound.add_epsilon(1e-3) == pytest.approx(2.53, abs=1e-2)
+    assert bound.remove_epsilon(1e-3)[0] < bound.add_epsilon(1e-3)
