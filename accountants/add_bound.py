@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
-from scipy import optimize, special
 
 from minsep.framework.validation import number, probability, steps
 
@@ -75,6 +74,8 @@ def log_h_upper(p: float, s: float, kappa: float) -> float:
     """
     if p <= 0.0:
         return 0.0
+    from scipy import special  # lazy: keeps the CLI's startup light
+
     star = 0.5 / s
     right = min(star + 1.0 / s + _RIGHT, s * _MAX_EXPONENT + star)
     step = min(1.0, s) / _POINTS_PER_UNIT
@@ -164,6 +165,8 @@ class AddDirectionBound:
 
     def _minimise(self, objective: Callable[[float], float]) -> tuple[float, float]:
         """``(value, kappa)`` of a bounded search over ln kappa; any kappa is valid."""
+        from scipy import optimize  # lazy: keeps the CLI's startup light
+
         lo, hi = math.log(_KAPPA_RANGE[0]), math.log(self._kappa_high())
         found = optimize.minimize_scalar(
             lambda v: objective(math.exp(v)),
