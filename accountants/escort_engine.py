@@ -12,9 +12,11 @@ above its bound is refused (:class:`SupportBoundError`), never clipped.
 The add direction, deterministically first: ``u >= pi(empty)``, so ``delta_add(eps) = 0``
 exactly when ``eps >= ln(1 / pi(empty))`` (docs/rdp-escort.md §5, route ``"exact zero"``);
 below it the Chernoff bound of docs/math.md §10 (route ``"deterministic"``) certifies the add
-direction without a sample wherever it is at most delta (epsilon questions: candidates are
-raised to its epsilon when that costs less than the pilot's ladder; delta questions: where it
-is at most the remove direction's release; calibration: per sweep entry). Only where it is not
+direction without a sample wherever it is at most delta (epsilon questions: when its epsilon
+is below every candidate, when plain add draws could not certify delta with the samples given,
+or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them, the candidates
+being raised to its epsilon; delta questions: where it is at most the remove direction's
+release; calibration: per sweep entry). Only where it is not
 enough is the add direction verified by plain Monte Carlo on its own draws (route
 ``"plain"``). A claim fails only if one direction fails, so the released delta is the larger
 of the two directions' bounds.
@@ -398,14 +400,18 @@ class EscortProposal:
         add = "exact zero" if candidates[0] >= threshold else "plain"
         if add == "plain":
             add_epsilon = bound.epsilon(delta)
-            # deterministic where the bound holds below the top candidate, or when the run is
-            # sized by precision and plain add draws would need more than PLAIN_ADD_LIMIT
-            sized = (
-                self.precision is not None
-                and samples > PLAIN_ADD_LIMIT
-                and math.isfinite(add_epsilon)
-            )
-            if add_epsilon <= candidates[-1] or sized:
+            # deterministic where it costs nothing (below the smallest candidate), where plain
+            # add draws cannot certify delta with these samples, or where the run is sized by
+            # precision and plain add draws would need more than PLAIN_ADD_LIMIT
+            try:
+                base_delta(samples, delta, candidates=count)
+                plain_ok = True
+            except ConfigurationError:
+                plain_ok = False
+            sized = self.precision is not None and samples > PLAIN_ADD_LIMIT
+            if math.isfinite(add_epsilon) and (
+                add_epsilon <= candidates[0] or sized or not plain_ok
+            ):
                 add = "deterministic"
                 candidates = [max(c, add_epsilon) for c in candidates]
         add_pilot = None
