@@ -9,10 +9,17 @@ folded in; with probability at most ``q`` a wrong candidate passes, and then sti
 ``delta_remove <= s*``, so the folded bound is ``s* (tau x_b + q (1 - tau x_b))``). A weight
 above its bound is refused (:class:`SupportBoundError`), never clipped.
 
-The add direction: ``u >= pi(empty)``, so ``delta_add(eps) = 0`` exactly when ``eps >=
-ln(1 / pi(empty))`` (docs/rdp-escort.md §5); otherwise it is verified by plain Monte Carlo on
-its own draws. A claim fails only if one direction fails, so the released delta is the larger
-of the two directions' folded bounds.
+The add direction, deterministically first: ``u >= pi(empty)``, so ``delta_add(eps) = 0``
+exactly when ``eps >= ln(1 / pi(empty))`` (docs/rdp-escort.md §5, route ``"exact zero"``);
+below it the Chernoff bound of docs/math.md §10 (route ``"deterministic"``) certifies the add
+direction without a sample wherever it is at most delta (epsilon questions: when its epsilon
+is below every candidate, when plain add draws could not certify delta with the samples given,
+or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them, the candidates
+being raised to its epsilon; delta questions: where it is at most the remove direction's
+release; calibration: per sweep entry). Only where it is not
+enough is the add direction verified by plain Monte Carlo on its own draws (route
+``"plain"``). A claim fails only if one direction fails, so the released delta is the larger
+of the two directions' bounds.
 
 Draws are chunked like the plain engine's: chunk ``i`` of stream ``s`` uses
 ``SeedSequence(seed, spawn_key=(s, i, 0))``, tasks are picklable (process and Dask executors),
@@ -30,6 +37,11 @@ import attrs
 import numpy as np
 
 from minsep.accountants import rdp_moments as moments
+from minsep.accountants.add_bound import (
+    AddDirectionBound,
+    banded_operator_norm_upper,
+    chain_add_bound,
+)
 from minsep.accountants.escort import (
     escort_outputs,
     log_escort_weight,
@@ -39,7 +51,12 @@ from minsep.accountants.escort import (
 from minsep.framework.errors import CalibrationError, ConfigurationError, MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
-from minsep.framework.montecarlo.bounds import base_delta, overall_delta, verification_failure
+from minsep.framework.montecarlo.bounds import (
+    base_delta,
+    min_samples,
+    overall_delta,
+    verification_failure,
+)
 from minsep.framework.montecarlo.calibration import FALLBACK, SweepCalibration, _check_sweep
 from minsep.framework.montecarlo.estimates import estimate_epsilon
 from minsep.framework.montecarlo.evr import (
@@ -67,6 +84,7 @@ __all__ = [
     "EscortProposal",
     "EscortSetup",
     "EscortTarget",
+    "add_bound",
     "add_threshold",
     "choose_setup",
     "escort_sample",
@@ -80,6 +98,9 @@ DEFAULT_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8)
 INFLATE = 1e-10
 #: A weight may exceed its bound by this relative slack (rounding) before the run refuses.
 SUPPORT_SLACK = 1e-9
+#: A run sized by precision samples the add direction (plain) only up to this many draws;
+#: beyond it the deterministic bound of docs/math.md §10 certifies it (and may bind).
+PLAIN_ADD_LIMIT = 10**7
 #: Pilot grid of epsilons (candidates are grid points; resolution eps_max / (size - 1)).
 PILOT_GRID = 2001
 #: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
@@ -171,6 +192,14 @@ def add_threshold(model: PrivacyLossModel) -> float:
     chain = _target("add_threshold", model).participation_chain()
     value = -chain.log_no_participation()
     return value * (1.0 + INFLATE) if math.isfinite(value) else math.inf
+
+
+def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
+    """The deterministic add-direction bound of docs/math.md §10 for the escort's model."""
+    target = _target("add_bound", model)
+    chain = target.participation_chain()
+    norm = banded_operator_norm_upper(target.coefficients, chain.n_steps)
+    return chain_add_bound(chain, norm, sigma)
 
 
 @attrs.frozen
@@ -292,6 +321,14 @@ class EscortProposal:
             ``s_lam(eps)`` among ``orders``, eps from a pilot).
         orders: the orders the automatic choice considers.
         max_states: memory budget of the forward pass (entries of its state array).
+        precision: when set, an epsilon question verifies on the fewest samples (at most
+            ``samples``) that reach this relative precision once the pilot has fixed the
+            support bound s*: ``min_samples(delta^(1 + r) / s*, delta / s*)`` (docs/math.md
+            §7.3 in units of s*); chosen before any verification draw, so Fact 4.2 holds.
+            When such a run would sample the add direction on more than
+            :data:`PLAIN_ADD_LIMIT` draws, the bound of docs/math.md §10 certifies it instead
+            and may then bind (the candidates are raised to its epsilon; the notes give the
+            add bound).
     """
 
     plain = False
@@ -299,8 +336,11 @@ class EscortProposal:
     order: int | None = attrs.field(default=None)
     orders: tuple[int, ...] = attrs.field(default=DEFAULT_ORDERS, converter=tuple)
     max_states: int = moments.DEFAULT_MAX_STATES
+    precision: float | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.precision is not None:
+            check_range("EscortProposal", "precision", self.precision, low=0.0, low_open=True)
         if self.order is not None:
             moments.check_order("EscortProposal", self.order)
         for lam in self.orders:
@@ -356,7 +396,24 @@ class EscortProposal:
         target = x_guess * math.exp(log_guess)
         candidates = [_first_below(grid, means, k * target) for k in fractions]
         threshold = add_threshold(model)
+        bound = add_bound(model, sigma)
         add = "exact zero" if candidates[0] >= threshold else "plain"
+        if add == "plain":
+            add_epsilon = bound.epsilon(delta)
+            # deterministic where it costs nothing (below the smallest candidate), where plain
+            # add draws cannot certify delta with these samples, or where the run is sized by
+            # precision and plain add draws would need more than PLAIN_ADD_LIMIT
+            try:
+                base_delta(samples, delta, candidates=count)
+                plain_ok = True
+            except ConfigurationError:
+                plain_ok = False
+            sized = self.precision is not None and samples > PLAIN_ADD_LIMIT
+            if math.isfinite(add_epsilon) and (
+                add_epsilon <= candidates[0] or sized or not plain_ok
+            ):
+                add = "deterministic"
+                candidates = [max(c, add_epsilon) for c in candidates]
         add_pilot = None
         add_base = math.nan
         if add == "plain":
@@ -378,6 +435,12 @@ class EscortProposal:
         candidates = [float(x) for x in np.maximum.accumulate(candidates) if math.isfinite(x)]
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
         scale = _scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
+        if self.precision is not None and add != "plain":
+            wanted = pilot_samples  # scale <= delta: the RDP bound alone certifies, no draws
+            if scale > delta:
+                norm = min(delta / scale, 0.5)
+                wanted = min_samples(norm * delta**self.precision, norm, candidates=count)
+            samples = max(min(samples, wanted), pilot_samples, 2)
         if scale <= delta:  # the order-lam RDP bound alone certifies every candidate
             x_b, accepted_remove, deltas = 1.0, [True] * len(candidates), [scale] * len(candidates)
         else:
@@ -443,7 +506,14 @@ class EscortProposal:
             seed=seed,
             seconds=time.perf_counter() - start,
             reason=reason,
-            proposal=ProposalInfo("escort", setup.order, setup.log_z, scale, add),
+            proposal=ProposalInfo(
+                "escort",
+                setup.order,
+                setup.log_z,
+                scale,
+                add,
+                bound.delta(accepted[0]) if accepted and add == "deterministic" else None,
+            ),
         )
 
     def _pilot(
@@ -536,6 +606,9 @@ class EscortProposal:
         mean, se = _mean([pilot, verify], 0)
         add, add_failure = 0.0, 0.0
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
+        deterministic = add_bound(model, sigma).delta(eps) if handled == "plain" else 0.0
+        if handled == "plain" and deterministic <= remove:
+            handled, add = "deterministic", deterministic
         verification = _mean([verify], 0)[0] * scale
         if handled == "plain":
             tallies = [
@@ -557,6 +630,7 @@ class EscortProposal:
                 )
             ]
             add, add_failure, _ = _released_delta(tallies[:1], tallies[1], samples, factors, 1.0)
+            add = min(add, deterministic)  # both are bounds; the sampled one may fail
             verification = max(verification, tallies[1].delta(0, 0))
         return DeltaCertificate(
             sigma=float(sigma),
@@ -573,7 +647,14 @@ class EscortProposal:
             pilot_samples=pilot_samples,
             seed=seed,
             seconds=time.perf_counter() - start,
-            proposal=ProposalInfo("escort", setup.order, setup.log_z, scale, handled),
+            proposal=ProposalInfo(
+                "escort",
+                setup.order,
+                setup.log_z,
+                scale,
+                handled,
+                add if handled == "deterministic" else None,
+            ),
         )
 
     # -- calibration ---------------------------------------------------------------------
@@ -615,6 +696,11 @@ class EscortProposal:
         scale = _scale(log_scale, order, eps)
         x_b = base_delta(samples, min(delta / scale, 0.5))
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
+        settled = [handled == "exact zero"] * len(values)
+        if handled == "plain":
+            settled = [add_bound(model, s).delta(eps) <= delta for s in values]
+            if all(settled):
+                handled = "deterministic"
         add_tally = None
         add_base = math.nan
         if handled == "plain":
@@ -653,7 +739,7 @@ class EscortProposal:
                 observed, passed = mean * scale, mean <= x_b
             else:
                 observed = math.exp(setup.log_support(eps))
-            if add_tally is not None:
+            if add_tally is not None and not settled[i]:
                 add_mean = add_tally.delta(i, 0)
                 observed = max(observed, add_mean)
                 passed = passed and add_mean <= add_base

@@ -23,7 +23,12 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 import numpy as np
 
-from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
+from minsep.accountants.escort_engine import (
+    PLAIN_ADD_LIMIT,
+    EscortProposal,
+    EscortTarget,
+    choose_setup,
+)
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -82,6 +87,8 @@ __all__ = ["MonteCarloAccountant"]
 
 #: Sigmas tried per coarse and fine walk of the calibration pilot (see locate_sigma).
 _FINE_STEPS = 8
+#: The escort's pilot when its verification is sized by precision (it fixes the support bound).
+_ESCORT_PILOT = 10_000
 
 
 def _workers(value: Any) -> Any:
@@ -128,11 +135,15 @@ def _proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
     """What the escort did (order, Z, support bound, add direction); nothing for plain."""
     if info is None or info.method == "plain":
         return ()
-    add = (
-        "the add direction's delta is exactly 0 (epsilon >= ln(1/pi(empty)))"
-        if info.add == "exact zero"
-        else "the add direction was verified by plain Monte Carlo"
-    )
+    add = {
+        "exact zero": "the add direction's delta is exactly 0 (epsilon >= ln(1/pi(empty)))",
+        "deterministic": (
+            "the add direction is certified deterministically by the Chernoff bound of "
+            "docs/math.md §10 (no add samples drawn"
+            + ("" if info.add_delta is None else f"; delta_add <= {info.add_delta:.3g}")
+            + ")"
+        ),
+    }.get(info.add, "the add direction was verified by plain Monte Carlo")
     return (
         f"escort importance sampling: order lam = {info.order}, ln Z_lam = {info.log_z:.6g}, "
         f"weights W / s verified with support bound s = {info.support:.4g} (Fact 4.2 on W/s; "
@@ -211,6 +222,13 @@ class MonteCarloAccountant(Accountant):
             whole grid: the tighter default) or ``"fact42"`` (the pilot's ladder of candidates
             verified by Fact 4.2 with a union bound). The result's ``bound`` says which ran;
             the escort and the delta and calibrate questions use Fact 4.2 either way.
+        precision: the relative precision ``samples`` was chosen for (the CLI's
+            ``--precision``), or None. When set and ``samples`` exceeds 10^7, ``"auto"``
+            prefers the escort for an epsilon question wherever the model supports it, and
+            the escort verifies on the fewest
+            samples (at most ``samples``) reaching it once its pilot has fixed the support
+            bound (:class:`~minsep.accountants.escort_engine.EscortProposal`), with pilot
+            ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
     """
 
     kind: ClassVar[AccountantKind] = AccountantKind.MONTE_CARLO
@@ -275,6 +293,9 @@ class MonteCarloAccountant(Accountant):
         default=2.0**8, converter=v.plain_number, validator=v.positive()
     )
     proposal: str = attrs.field(default="auto", validator=v.one_of(*PROPOSAL_KINDS))
+    precision: float | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.positive())
+    )
     bound: str = attrs.field(default=EPSILON_BOUNDS[0], validator=v.one_of(*EPSILON_BOUNDS))
 
     def __attrs_post_init__(self) -> None:
@@ -542,14 +563,31 @@ class MonteCarloAccountant(Accountant):
                     "with participation_chain()); use proposal 'plain' or 'auto'",
                     parameter="proposal",
                 )
-            return EscortProposal(), ("proposal: escort (requested).",)
+            return self._escort(), ("proposal: escort (requested).",)
         if not supported:
             return None, ()
+        if (
+            delta is not None
+            and self.precision is not None
+            and sigma is not None
+            and self.samples > PLAIN_ADD_LIMIT
+        ):
+            try:
+                EscortProposal().setups(model, sigma)
+            except ConfigurationError:
+                pass
+            else:
+                return self._escort(), (
+                    f"proposal: escort (auto): precision {self.precision:g} at this delta "
+                    f"needs {self.samples:,} plain samples (more than {PLAIN_ADD_LIMIT:,}); "
+                    "importance sampling from the escort R_lam reaches it on fewer draws "
+                    "(docs/rdp-escort.md §8).",
+                )
         if delta is not None:
             try:
                 base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
             except ConfigurationError:
-                return EscortProposal(), (
+                return self._escort(), (
                     f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
                     f"{delta:.3g} with {self.samples} samples; importance sampling from the "
                     "escort R_lam can (docs/rdp-escort.md §8).",
@@ -568,6 +606,16 @@ class MonteCarloAccountant(Accountant):
                 "less than plain samples.",
             )
         return None, ()
+
+    def _escort(self) -> EscortProposal:
+        """The escort proposal, sized by ``precision`` when it is set."""
+        return EscortProposal(precision=self.precision)
+
+    def _pilot_for(self, proposal: EscortProposal | None) -> int:
+        """Pilot samples: the escort's pilot is capped at 10,000 when sized by precision."""
+        if proposal is None or self.precision is None or self.pilot_samples is not None:
+            return self._pilot()
+        return min(self._pilot(), _ESCORT_PILOT)
 
     # -- questions ------------------------------------------------------------------------
 
@@ -592,7 +640,7 @@ class MonteCarloAccountant(Accountant):
             sigma,
             delta,
             samples=self.samples,
-            pilot_samples=self._pilot(),
+            pilot_samples=self._pilot_for(proposal),
             seed=seed,
             config=self._config(model),
             proposal=proposal,
@@ -606,7 +654,7 @@ class MonteCarloAccountant(Accountant):
             certified_epsilon=cert.certified,
             delta=delta,
             sigma=sigma,
-            samples=self.samples,
+            samples=cert.samples,
             seed=seed,
             failure_probability=cert.failure_probability,
             std_error=_finite_or_none(cert.std_error),

@@ -5,7 +5,7 @@ For a scheme whose sensitive unit follows a b-min-sep participation chain
 warm, Poisson as b = 1) and a strategy with ``bands <= b``, :func:`log_moment` gives
 ``D_lam(P||Q)`` exactly at integer orders ``lam`` whose state array fits the memory budget.
 
-Both neighbouring directions are bounded (docs/rdp-escort.md §5):
+Both neighbouring directions are bounded (docs/rdp-escort.md §5, docs/math.md §10):
 
 - remove (P against Q): the optimal single-order conversion of Canonne, Kamath & Steinke
   (2020, Prop. 12) minimised over the orders, through dp_accounting's ``compute_epsilon`` /
@@ -13,12 +13,16 @@ Both neighbouring directions are bounded (docs/rdp-escort.md §5):
 - add (Q against P): for b = 1 with one band (DP-SGD) the run is a product of sampled Gaussians
   and Mironov, Talwar & Zhang (2019, "Renyi DP of the sampled Gaussian
   mechanism") give ``D_lam(Q||P) <= D_lam(P||Q)`` step by step,
-  so the remove bound covers it (as in dp_accounting). Otherwise no such theorem is known and
-  the accountant uses ``P >= pi(empty) Q``: ``delta_add(eps) <= (1 - e^eps pi(empty))_+``,
-  together with the symmetric total-variation bound ``sqrt(1 - e^{-D_lam(P||Q)})``.
+  so the remove bound covers it (as in dp_accounting). Otherwise the smallest of: the
+  Chernoff bound ``c_kappa e^{-kappa eps} E_Q[U^-kappa]`` with ``E_Q[U^-kappa] <= h(p)^n``
+  (docs/math.md §10; 0 beyond ``ln(1 / pi(empty))`` since ``P >= pi(empty) Q``) and the
+  symmetric total-variation bound ``sqrt(1 - e^{-D_lam(P||Q)})``.
 
-The reported epsilon and delta are the larger of the two directions: upper bounds, with no
-failure probability, loose by the RDP conversion (and, when it binds, by the add bound).
+Both directions are also at most the unamplified Gaussian mechanism's delta (joint convexity of
+the hockey-stick divergence over the patterns, docs/math.md §10), so epsilon never exceeds the
+``gaussian`` accountant's. The reported epsilon and delta are the larger of the two directions:
+upper bounds, with no failure probability, loose by the RDP conversion (and, when it binds, by
+the add bound).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import attrs
 import numpy as np
 
 from minsep.accountants import rdp_moments as moments
+from minsep.accountants.add_bound import AddDirectionBound, add_direction_bound
+from minsep.accountants.gaussian import GaussianAccountant, gaussian_delta, smallest_epsilon
 from minsep.accountants.pld import check_sigma, conservative_sigma
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import (
@@ -87,6 +93,9 @@ class RenyiBound:
             ``lam S^2 / (2 sigma^2)`` (S the strategy's sensitivity) was used instead.
         add_covered: True when ``D_lam(Q||P) <= D_lam(P||Q)`` is a theorem (b = 1, one band).
         log_no_participation: ``ln pi(empty)`` of the pattern law.
+        add: the Chernoff bound of the add direction (docs/math.md §10), or None.
+        gaussian_noise: ``sigma / S``, S the unamplified sensitivity: both directions' delta is
+            at most the Gaussian mechanism's at this noise multiplier (inf: no such cap).
     """
 
     orders: tuple[int, ...]
@@ -94,6 +103,8 @@ class RenyiBound:
     exact: tuple[bool, ...]
     add_covered: bool
     log_no_participation: float
+    add: AddDirectionBound | None = None
+    gaussian_noise: float = math.inf
 
     def remove_epsilon(self, delta: float) -> tuple[float, int]:
         """Optimal-conversion epsilon of the remove direction and the order attaining it."""
@@ -116,19 +127,38 @@ class RenyiBound:
         return math.sqrt(-math.expm1(-min(self.rdp)))
 
     def add_epsilon(self, delta: float) -> float:
-        """Smallest epsilon at which the add-direction bound is <= delta."""
+        """An epsilon at which the add-direction bound is <= delta (the smallest of its
+        routes: empty pattern, Chernoff of docs/math.md §10, total variation)."""
         if self.add_covered or self._tv_bound() <= delta:
             return 0.0
-        return max(0.0, math.log1p(-delta) - self.log_no_participation)
+        value = max(0.0, math.log1p(-delta) - self.log_no_participation)
+        if self.add is not None:
+            value = min(value, self.add.epsilon(delta))
+        return value
 
     def add_delta(self, epsilon: float) -> float:
-        """``min((1 - e^eps pi(empty))_+, sqrt(1 - e^{-D}))`` (0 when covered by the remove)."""
+        """``min((1 - e^eps pi(empty))_+, Chernoff (§10), sqrt(1 - e^{-D}))`` (0 when covered
+        by the remove direction)."""
         if self.add_covered:
             return 0.0
         if math.isinf(self.log_no_participation):
             return self._tv_bound()
         hockey = max(0.0, -math.expm1(epsilon + self.log_no_participation))
+        if self.add is not None:
+            hockey = min(hockey, self.add.delta(epsilon))
         return min(hockey, self._tv_bound())
+
+    def gaussian_epsilon(self, delta: float) -> float:
+        """The unamplified Gaussian mechanism's epsilon(delta) (inf without a cap)."""
+        if math.isinf(self.gaussian_noise):
+            return math.inf
+        return smallest_epsilon(self.gaussian_noise, delta)
+
+    def gaussian_delta(self, epsilon: float) -> float:
+        """The unamplified Gaussian mechanism's delta(epsilon) (1 without a cap)."""
+        if math.isinf(self.gaussian_noise):
+            return 1.0
+        return gaussian_delta(self.gaussian_noise, epsilon)
 
 
 @accountants.register("rdp")
@@ -282,12 +312,16 @@ class RdpAccountant(Accountant):
                     )
                 values.append(order * squared_sensitivity / (2.0 * sigma * sigma))
             exact.append(fits)
+        covered = chain.min_sep == 1 and strategy.bands == 1
+        sensitivity = GaussianAccountant().sensitivity(scheme, strategy)
         return RenyiBound(
             orders=orders,
             rdp=tuple(values),
             exact=tuple(exact),
-            add_covered=chain.min_sep == 1 and strategy.bands == 1,
+            add_covered=covered,
             log_no_participation=chain.log_no_participation() * (1.0 + _ROUNDING),
+            add=None if covered else add_direction_bound(scheme, strategy, sigma),
+            gaussian_noise=sigma / sensitivity,
         )
 
     # --- queries -------------------------------------------------------------------------
@@ -306,10 +340,12 @@ class RdpAccountant(Accountant):
         bound = self.renyi(q.scheme, q.strategy, sigma)
         remove, order = bound.remove_delta(epsilon)
         add = bound.add_delta(epsilon)
-        value = max(remove, add)
+        gaussian = bound.gaussian_delta(epsilon)
+        value = min(max(remove, add), gaussian)
         notes = (
             *self._notes(bound),
-            f"remove-direction delta {remove!r} (order {order}), add-direction {add!r}",
+            f"remove-direction delta {remove!r} (order {order}), add-direction {add!r}, "
+            f"unamplified Gaussian {gaussian!r}",
         )
         return q.bound_delta(value, "rdp", notes)
 
@@ -324,23 +360,33 @@ class RdpAccountant(Accountant):
         def epsilon_at(sigma: float) -> float:
             return self._epsilon_of(self.renyi(scheme, strategy, sigma), delta)[0]
 
+        chain = scheme.participation_chain()
+        assert chain is not None  # checked by require
+        orders = self.orders_for(chain)
+        floor = min(
+            math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1) for a in orders
+        )
+        reach = (
+            f"with orders {orders[0]}..{orders[-1]} the RDP conversion alone costs epsilon >= "
+            f"{floor:.6g} at delta = {delta:g} whatever sigma (until D_lam < delta^2); higher "
+            f"orders need more than max_states = {self.max_states} states at min_sep = "
+            f"{chain.min_sep}"
+        )
+        if epsilon < floor:
+            gaussian = GaussianAccountant().calibrate(
+                scheme, strategy, epsilon=epsilon, delta=delta
+            )
+            raise CalibrationError(
+                f"target epsilon {epsilon:g} is below what the rdp accountant can reach: {reach}; "
+                f"the unamplified Gaussian needs sigma = {gaussian.sigma:.6g} (accountant "
+                "'gaussian'), an exact or Monte Carlo accountant may need less"
+            )
         try:
             sigma, achieved, examined = conservative_sigma(
                 epsilon_at, epsilon, rtol=self.sigma_rtol
             )
         except CalibrationError as exc:
-            chain = scheme.participation_chain()
-            assert chain is not None  # checked by require
-            orders = self.orders_for(chain)
-            floor = min(
-                math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1) for a in orders
-            )
-            raise CalibrationError(
-                f"{exc}. With orders {orders[0]}..{orders[-1]} the RDP conversion alone costs "
-                f"epsilon >= {floor:.6g} at delta = {delta:g} whatever sigma (until D_lam < "
-                f"delta^2); higher orders need more than max_states = {self.max_states} states "
-                f"at min_sep = {chain.min_sep}"
-            ) from exc
+            raise CalibrationError(f"{exc}. {reach[0].upper()}{reach[1:]}") from exc
         return CalibrationResult(
             **question.provenance("rdp"),
             notes=(f"RDP epsilon at the returned sigma: {achieved!r}",),
@@ -356,11 +402,13 @@ class RdpAccountant(Accountant):
     def _epsilon_of(self, bound: RenyiBound, delta: float) -> tuple[float, tuple[str, ...]]:
         remove, order = bound.remove_epsilon(delta)
         add = bound.add_epsilon(delta)
+        gaussian = bound.gaussian_epsilon(delta)
         notes = (
             *self._notes(bound),
-            f"remove-direction epsilon {remove!r} (order {order}), add-direction {add!r}",
+            f"remove-direction epsilon {remove!r} (order {order}), add-direction {add!r}, "
+            f"unamplified Gaussian {gaussian!r}",
         )
-        return max(remove, add), notes
+        return min(max(remove, add), gaussian), notes
 
     @staticmethod
     def _notes(bound: RenyiBound) -> tuple[str, ...]:
@@ -372,8 +420,14 @@ class RdpAccountant(Accountant):
         if bound.add_covered:
             notes.append("add direction covered by Mironov, Talwar & Zhang 2019 (b = 1, C = I)")
         else:
+            chernoff = (
+                ""
+                if bound.add is None
+                else ", the Chernoff bound of docs/math.md §10 (one-band noise "
+                f"{bound.add.noise:.6g})"
+            )
             notes.append(
                 "add direction bounded by P >= pi(empty) Q with ln pi(empty) = "
-                f"{bound.log_no_participation!r} and the total-variation bound"
+                f"{bound.log_no_participation!r}{chernoff} and the total-variation bound"
             )
         return tuple(notes)

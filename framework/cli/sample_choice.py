@@ -85,7 +85,7 @@ def choose_samples(
             f"{default_precision:g}) or give --samples",
             parameter="precision",
         ) from None
-    accountant = _with_samples(accountant, samples)
+    accountant = _with_samples(accountant, samples, target)
     text = (
         f"samples: {samples:,} per direction, chosen for delta = {delta:g} at {target:.3g} "
         "precision (certified answer within about that fraction of the estimate; "
@@ -111,12 +111,18 @@ def choose_samples(
             parameter="max_seconds",
         )
     reached = precision_of_samples(fitted, delta, candidates=candidates)
-    return _with_samples(accountant, fitted), (
+    return _with_samples(accountant, fitted, reached), (
         f"samples: {fitted:,} per direction to fit --max-seconds {limit:g} (estimated "
         f"{estimate:.3g} s for {samples:,}): precision {reached:.3g} instead of {target:.3g}"
     )
 
 
-def _with_samples(accountant: Accountant, samples: int) -> Accountant:
+def _with_samples(
+    accountant: Accountant, samples: int, precision: float | None = None
+) -> Accountant:
+    """``accountant`` with ``samples``, and the ``precision`` they were sized for when it takes
+    one (the escort then verifies on fewer draws where they reach it)."""
     changes: dict[str, Any] = {"samples": samples}
+    if precision is not None and "precision" in setup.accountant_fields(type(accountant)):
+        changes["precision"] = precision
     return attrs.evolve(accountant, **changes)  # type: ignore[misc]

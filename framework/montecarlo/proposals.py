@@ -44,7 +44,11 @@ class ProposalInfo:
         order: the Renyi order lam of the escort (None for plain).
         log_z: ``ln Z_lam`` used (inflated by 1e-10 relative; None for plain).
         support: the support bound ``s`` the weights were normalised by (None for plain).
-        add: how the add direction was handled: ``"exact zero"`` or ``"plain"``.
+        add: how the add direction was handled: ``"exact zero"`` (eps >= ln 1/pi(empty)),
+            ``"deterministic"`` (the Chernoff bound of docs/math.md §10, no samples) or
+            ``"plain"`` (plain Monte Carlo).
+        add_delta: the deterministic add-direction bound at the released claim (route
+            ``"deterministic"``; None otherwise).
     """
 
     method: str
@@ -52,6 +56,7 @@ class ProposalInfo:
     log_z: float | None = None
     support: float | None = None
     add: str = "plain"
+    add_delta: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the results' ``proposal`` field."""

@@ -146,8 +146,8 @@ def test_literals() -> set[float]:
 # --- the document's structure -----------------------------------------------------------------
 
 
-def test_sections_are_numbered_zero_to_nine(math_text: str) -> None:
-    assert list(top_level_sections(math_text)) == [str(n) for n in range(10)]
+def test_sections_are_numbered_zero_to_ten(math_text: str) -> None:
+    assert list(top_level_sections(math_text)) == [str(n) for n in range(11)]
     assert "1.1" in section_headings(math_text)
 
 
@@ -180,8 +180,8 @@ def test_citation_parser_reads_lists_ranges_and_subsections() -> None:
 
 def test_a_citation_of_a_missing_section_is_caught(math_text: str) -> None:
     headings = section_headings(math_text)
-    bad = "see docs/math.md " + "§" + "10 and " + "§" + "4.7"
-    assert [s for _, s in cited_sections(bad) if s not in headings] == ["10", "4.7"]
+    bad = "see docs/math.md " + "§" + "11 and " + "§" + "4.7"
+    assert [s for _, s in cited_sections(bad) if s not in headings] == ["11", "4.7"]
 
 
 # --- oracle values ----------------------------------------------------------------------------

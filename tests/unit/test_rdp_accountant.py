@@ -13,7 +13,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from minsep.accountants import rdp_moments
 from minsep.accountants.pld import PLDAccountant
 from minsep.accountants.rdp import RdpAccountant
-from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import accountants, schemes
 from minsep.schemes.b_min_sep import BMinSep
@@ -119,17 +119,49 @@ def test_add_direction_is_zero_beyond_the_no_participation_bound() -> None:
     threshold = -bound.log_no_participation
     assert bound.add_delta(threshold + 1e-9) == 0.0
     assert bound.add_delta(threshold / 2) > 0.0
-    assert bound.add_epsilon(1e-9) == pytest.approx(math.log1p(-1e-9) + threshold)
+    assert bound.add_epsilon(1e-9) <= math.log1p(-1e-9) + threshold
+    assert bound.add is not None  # the Chernoff bound of docs/math.md §10 is in play
+    assert bound.add_epsilon(1e-9) == pytest.approx(
+        min(bound.add.epsilon(1e-9), math.log1p(-1e-9) + threshold)
+    )
 
 
 def test_calibration_is_conservative() -> None:
     scheme = BMinSep(n_steps=40, rate=0.05, min_sep=4)
     strategy = BandedToeplitz(coefficients=(0.8, 0.6))
     accountant = RdpAccountant(max_order=4, sigma_rtol=1e-3)
-    result = accountant.calibrate(scheme, strategy, 2.0, 1e-5)
-    assert accountant.epsilon(scheme, strategy, result.sigma, 1e-5).epsilon <= 2.0
+    result = accountant.calibrate(scheme, strategy, 4.0, 1e-5)
+    assert accountant.epsilon(scheme, strategy, result.sigma, 1e-5).epsilon <= 4.0
     below = result.sigma / (1 + 2e-3)
-    assert accountant.epsilon(scheme, strategy, below, 1e-5).epsilon > 2.0
+    assert accountant.epsilon(scheme, strategy, below, 1e-5).epsilon > 4.0
+
+
+def test_calibration_refuses_a_target_below_the_conversion_floor() -> None:
+    """Issue 30, friction 5: no sigma = 34,638 from the total-variation jump, a reason."""
+    scheme = BMinSep(n_steps=40, rate=0.05, min_sep=4)
+    strategy = BandedToeplitz(coefficients=(0.8, 0.6))
+    with pytest.raises(
+        CalibrationError,
+        match=r"below what the rdp accountant can reach.*"
+        r"3\.08786.*unamplified Gaussian needs sigma",
+    ):
+        RdpAccountant(max_order=4).calibrate(scheme, strategy, 2.0, 1e-5)
+
+
+def test_epsilon_decreases_with_sigma_and_never_exceeds_the_gaussian() -> None:
+    """Issue 26: b-min-sep n = 64, rate 0.01, b = 4, 4 bands, delta = 1e-5 stayed at 1.44."""
+    from minsep.accountants.gaussian import GaussianAccountant
+
+    scheme = BMinSep.from_rate(64, 0.01, min_sep=4)
+    strategy = BandedToeplitz.for_steps(64, bands=4)
+    values = []
+    for sigma in (15.0, 150.0, 1500.0, 15000.0):
+        ours = RdpAccountant().epsilon(scheme, strategy, sigma, 1e-5).epsilon
+        gaussian = GaussianAccountant().epsilon(scheme, strategy, sigma, 1e-5).epsilon
+        assert ours <= gaussian
+        values.append(ours)
+    assert all(a > b for a, b in itertools.pairwise(values))
+    assert values[-1] < 1e-3
 
 
 def test_more_noise_less_epsilon_and_warm_start_orders() -> None:
