@@ -228,3 +228,48 @@ def test_killing_a_pool_worker_mid_run_gives_the_uninterrupted_answer(tmp_path: 
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert json.loads(out) | {"seconds": 0} == json.loads(reference) | {"seconds": 0}
+
+
+# -- a lost Dask scheduler ------------------------------------------------------------------
+
+
+def _dask(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "dask"), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+@pytest.mark.slow  # a scheduler, a worker and a run as processes
+def test_a_lost_dask_scheduler_is_one_line_exit_2_and_a_json_error(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    address = tmp_path / "scheduler.json"
+    scheduler = _dask("scheduler", "--port", "0", "--no-dashboard", "--scheduler-file",
+                      str(address))  # fmt: skip
+    worker = None
+    process = None
+    try:
+        deadline = time.monotonic() + 60
+        while not address.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        worker = _dask("worker", "--scheduler-file", str(address), "--nworkers", "1",
+                       "--nthreads", "1", "--no-dashboard")  # fmt: skip
+        path = tmp_path / "run.ckpt"
+        process = _start([*REAL, "--scheduler", str(address), "--checkpoint", str(path),
+                          "--checkpoint-interval", "0"])  # fmt: skip
+        _family_when_sampling(process, path)
+        scheduler.kill()
+        out, err = process.communicate(timeout=120)
+    finally:
+        for started in (scheduler, worker, process):
+            if started is not None and started.poll() is None:
+                started.kill()
+    assert process.returncode == EXIT_ERROR, err
+    lines = err.strip().splitlines()
+    assert [line for line in lines if not line.startswith("minsep")] == []  # no traceback
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1 and "lost the Dask scheduler" in errors[0]
+    error = json.loads(out)["error"]
+    assert error["type"] == "WorkersLostError" and error["exit_code"] == EXIT_ERROR
