@@ -1,8 +1,9 @@
 """Typed, JSON-serialisable results of accounting questions.
 
-Every result states how it was obtained: ``method`` is ``"exact"`` (PLD, closed form) or
-``"monte_carlo"``; Monte Carlo results carry the sample count, the seed and the failure
-probability of their certified bound. ``to_json`` / ``Result.from_json`` round-trip exactly.
+Every result states how it was obtained: ``method`` is ``"exact"`` (PLD, closed form),
+``"upper bound"`` (a PLD of a dominating event) or ``"monte_carlo"``; Monte Carlo results
+carry the sample count, the seed and the failure probability of their certified bound.
+``to_json`` / ``Result.from_json`` round-trip exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
     from minsep.framework.compose import CertifiedPLD
 
 R = TypeVar("R", bound="Result")
+
+#: ``method`` of a deterministic result that is the exact value (to the PLD grid's rounding,
+#: upwards).
+EXACT = "exact"
+#: ``method`` of a deterministic result computed on a dominating event: a proven upper bound
+#: that is not the scheme's exact value (e.g. the fixed-partition PLD of random-phase cyclic
+#: Poisson).
+UPPER_BOUND = "upper bound"
 
 #: A number >= 0 that may be +inf (an uncertified bound), never NaN.
 _EXTENDED = v.number(low=0.0, infinite=True)
