@@ -507,6 +507,7 @@ class MonteCarloAccountant(Accountant):
             **question.provenance("monte_carlo"),
             "backend": backend.name,
             "kernels": model.kernel_set(backend),  # as seen by this process
+            "chunk_size": self._chunk(model),  # the draws depend on it (seeded by chunk)
         }
 
     def _notes(self, model: PrivacyLossModel, notes: tuple[str, ...]) -> tuple[str, ...]:

@@ -220,6 +220,10 @@ class EpsilonResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
@@ -252,6 +256,10 @@ class DeltaResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
@@ -309,6 +317,10 @@ class CalibrationResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
@@ -405,6 +417,10 @@ class CurveResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     #: The epsilon(delta) view (:meth:`with_epsilons`): target deltas and the certified
     #: epsilon at each, failure probability included (inf where none is certified).
     target_deltas: tuple[float, ...] = attrs.field(default=(), converter=_target_deltas)
