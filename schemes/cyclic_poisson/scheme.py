@@ -148,31 +148,18 @@ class CyclicPoisson(SchemeBase):
         return math.ceil(self.n_steps / self.min_sep)
 
     def dp_event(self, strategy: Strategy, sigma: float) -> DpEvent:
-        """The fixed-partition event of the worst group (docs/math.md §4): group 0, sampled
-        ``m = ceil(n/b)`` times, at steps 0, b, ..., (m-1) b.
-
-        A participation at step t adds column t of C, whose norm is ||c|| = 1 unless the
-        column is cut at step n: the last one keeps its first ``r = n - (m-1) b`` rows, norm
-        ``s = ||c[:r]||`` (1 when r >= k). So the event is m - 1 Poisson(q)-subsampled
-        Gaussians(sigma) and one Poisson(q)-subsampled Gaussian(sigma / s). Every other group
-        has at most m participations whose columns are no longer than group 0's
-        (elementwise, after dropping its extra full ones), so group 0 dominates them.
-        """
+        """``ceil(n/b)``-fold composition of the Poisson(q)-subsampled Gaussian (docs/math.md
+        §4): every column of the worst group taken whole, as the paper accounts it. When the
+        last column is cut at step n (:meth:`last_column_norm` < 1) this dominates the exact
+        event, and :meth:`dp_event_is_exact` says so."""
         from dp_accounting import dp_event as events
 
         self._require_bands(strategy)
         sigma = acc.require_sigma(sigma, type(self).__name__)
-
-        def sampled(noise: float) -> DpEvent:
-            return events.PoissonSampledDpEvent(self.group_rate, events.GaussianDpEvent(noise))
-
-        m, last = self.compositions, self.last_column_norm(strategy)
-        if last >= 1.0:
-            return events.SelfComposedDpEvent(sampled(sigma), m)
-        cut = sampled(sigma / last)
-        if m == 1:
-            return cut
-        return events.ComposedDpEvent([events.SelfComposedDpEvent(sampled(sigma), m - 1), cut])
+        return events.SelfComposedDpEvent(
+            events.PoissonSampledDpEvent(self.group_rate, events.GaussianDpEvent(sigma)),
+            self.compositions,
+        )
 
     def last_column_norm(self, strategy: Strategy) -> float:
         """``||c[:r]|| / ||c||`` with ``r = n - (ceil(n/b) - 1) b``: the norm of group 0's
@@ -183,11 +170,12 @@ class CyclicPoisson(SchemeBase):
             return 1.0
         return min(1.0, math.sqrt(float(np.dot(c[:rows], c[:rows])) / float(np.dot(c, c))))
 
-    def dp_event_is_exact(self) -> bool:
-        """True for ``partition = "equal"`` (the fixed-partition model); False for
-        ``"random"``, whose uniform phase the fixed-partition event ignores: there it is an
-        upper bound (docs/math.md §4.1), and results say so."""
-        return self.partition == "equal"
+    def dp_event_is_exact(self, strategy: Strategy) -> bool:
+        """False for ``partition = "random"``, whose uniform phase the fixed-partition event
+        ignores (docs/math.md §4.1), and when group 0's last column is cut at step n, which
+        the whole-column event ignores (§4): :meth:`dp_event` is then an upper bound, and
+        results say so. True otherwise (the fixed-partition model, exactly)."""
+        return self.partition == "equal" and self.last_column_norm(strategy) >= 1.0
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """Random-phase Monte Carlo loss (docs/math.md §4.1), for ``partition = "random"`` only.

@@ -48,24 +48,13 @@ def scheme(name: str, **options: object) -> SamplingScheme:
 
 
 SIGMA = 0.9
-
-
-def cut_norm(bands: int, step: int) -> float:
-    """The norm of column ``step`` of C (n = N), cut at step N, over a whole column's."""
-    matrix = banded(bands).matrix(N)
-    return math.hypot(*matrix[:, step]) / math.hypot(*matrix[:, 0])
-
-
 CASES = {
     "poisson": (lambda: scheme("poisson"), 1, subsampled(RATE, SIGMA, N)),
-    # b = 5 groups: ceil(48 / 5) = 10 compositions at q = 5 p0; the last, at step 45, keeps
-    # 3 of the 4 band rows (docs/math.md §4).
+    # b = 5 groups: ceil(48 / 5) = 10 compositions at q = 5 p0.
     "cyclic_poisson": (
         lambda: scheme("cyclic_poisson", min_sep=5),
         4,
-        dpa.ComposedDpEvent(
-            [subsampled(5 * RATE, SIGMA, 9), subsampled(5 * RATE, SIGMA / cut_norm(4, 45), 1)]
-        ),
+        subsampled(5 * RATE, SIGMA, 10),
     ),
     "truncated_poisson": (
         lambda: scheme("truncated", base="poisson", max_batch_size=40, dataset_size=480),
