@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip
 DEMO_EXTRAS := fast,fftw
 TEST_EXTRAS := dev,fast,fftw,dist,plot,data
 
-.PHONY: demo test test-all lint bench gpu-check clean venv shell
+.PHONY: demo test test-all lint bench gpu-check clean venv shell paper-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ test: $(TEST_STAMP)
 
 test-all: $(TEST_STAMP)
 	$(PY) -m pytest -q -m "not gpu"
+
+# Are the committed paper outputs current? Reruns a subset of every paper script (about 2 min
+# on 2 cores) and compares; a stale output is named with the command that regenerates it.
+paper-check: $(TEST_STAMP)
+	$(PY) -m minsep.paper.staleness
 
 # mypy cannot follow setuptools' editable import hook, so it checks a symlinked minsep/ tree.
 MYPY_TREE := build/mypy-tree
