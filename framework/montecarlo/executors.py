@@ -303,7 +303,7 @@ class ProcessExecutor:
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()`` on a worker of the pool, queued behind the warm-ups of :meth:`prepare`."""
-        return next(iter(self.map(_Call(fn), [0])))
+        return cast("T", next(iter(self.map(_Call(fn), [0]))))
 
     def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
         """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order.
