@@ -75,7 +75,7 @@ from minsep.framework.results import (
     DeltaResult,
     EpsilonResult,
 )
-from minsep.framework.workers import MAX_WORKERS, resolve_workers
+from minsep.framework.workers import MAX_WORKERS, expected_cores, resolve_workers
 
 __all__ = ["MonteCarloAccountant"]
 
@@ -463,6 +463,8 @@ class MonteCarloAccountant(Accountant):
             workers=self.workers,
             fixed_bytes=fixed_bytes(model),
             n_steps=int(model.n_steps),
+            # a remote cluster's load is not known here: its workers are taken as free
+            cores=None if self.scheduler is not None else expected_cores(self.workers),
         )
         if not measure:
             return plan
