@@ -363,8 +363,9 @@ def _lost(executor: DaskExecutor, client: Any, exc: Exception) -> WorkersLostErr
             f"the Dask workers running a chunk were lost repeatedly at {where} ({exc}): "
             "lower --chunk-size, give the workers more memory, or resume from the checkpoint"
         )
-    if isinstance(exc, concurrent.futures.CancelledError):  # e.g. "scheduler-connection-lost"
-        pass
+    closed = any(kind.__name__ == "CommClosedError" for kind in type(exc).__mro__)
+    if isinstance(exc, concurrent.futures.CancelledError) or closed:
+        pass  # cancelled for "scheduler-connection-lost", or the client's comm closed
     elif client.status == "running" or not isinstance(exc, OSError | TimeoutError):
         return None
     return WorkersLostError(
