@@ -13,7 +13,7 @@ TEST_EXTRAS := dev,fast,fftw,dist,plot,data,torch
 #   make test TORCH_PIP="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test test-all lint bench gpu-check clean venv shell
+.PHONY: demo test test-all lint bench gpu-check clean venv shell paper-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ test: $(TEST_STAMP)
 
 test-all: $(TEST_STAMP)
 	$(PY) -m pytest -q -m "not gpu"
+
+# Are the committed paper outputs current? Reruns a subset of every paper script (about 2 min
+# on 2 cores) and compares; a stale output is named with the command that regenerates it.
+paper-check: $(TEST_STAMP)
+	$(PY) -m minsep.paper.staleness
 
 # mypy cannot follow setuptools' editable import hook, so it checks a symlinked minsep/ tree.
 MYPY_TREE := build/mypy-tree

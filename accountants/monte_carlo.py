@@ -81,7 +81,7 @@ from minsep.framework.results import (
     DeltaResult,
     EpsilonResult,
 )
-from minsep.framework.workers import MAX_WORKERS, resolve_workers
+from minsep.framework.workers import MAX_WORKERS, expected_cores, resolve_workers
 
 __all__ = ["MonteCarloAccountant"]
 
@@ -498,6 +498,8 @@ class MonteCarloAccountant(Accountant):
             workers=self.workers,
             fixed_bytes=fixed_bytes(model),
             n_steps=int(model.n_steps),
+            # a remote cluster's load is not known here: its workers are taken as free
+            cores=None if self.scheduler is not None else expected_cores(self.workers),
         )
         if not measure:
             return plan
@@ -542,6 +544,7 @@ class MonteCarloAccountant(Accountant):
             **question.provenance("monte_carlo"),
             "backend": backend.name,
             "kernels": model.kernel_set(backend),  # as seen by this process
+            "chunk_size": self._chunk(model),  # the draws depend on it (seeded by chunk)
         }
 
     def _notes(self, model: PrivacyLossModel, notes: tuple[str, ...]) -> tuple[str, ...]:

@@ -40,6 +40,8 @@ from minsep.framework.interfaces import (
 )
 from minsep.framework.registries import accountants
 from minsep.framework.results import (
+    EXACT,
+    UPPER_BOUND,
     CalibrationResult,
     CurveResult,
     DeltaResult,
@@ -82,6 +84,12 @@ _PROBE_SIGMA = 1.0
 #: Where :meth:`PLDAccountant.sigma_floor` searches, and calibration's default search range.
 _FLOOR_RANGE = (1e-6, 1e6)
 _SIGMA_MIN, _SIGMA_MAX = 1e-4, 1e5
+
+
+def pld_method(scheme: SamplingScheme, strategy: Strategy) -> str:
+    """``"exact"`` when the scheme's event is exact, else ``"upper bound"`` (e.g. the
+    fixed-partition event of random-phase cyclic Poisson): a bound is called a bound."""
+    return EXACT if scheme.dp_event_is_exact(strategy) else UPPER_BOUND
 
 
 def check_sigma(owner: str, sigma: float) -> None:
@@ -310,14 +318,15 @@ class PLDAccountant(Accountant):
         """Exact epsilon(delta) at ``sigma`` (an upper bound to the PLD grid)."""
         q = question
         event = self._affordable_event(q.scheme, q.strategy, q.sigma)
-        return q.bound_epsilon(self._epsilon_of(event, q.delta))
+        return q.bound_epsilon(self._epsilon_of(event, q.delta), pld_method(q.scheme, q.strategy))
 
     def _delta(self, question: Question) -> DeltaResult:
         """Exact delta(epsilon) at ``sigma``, max over both directions (an upper bound)."""
         q = question
         accountant = self._new()
         accountant.compose(self._affordable_event(q.scheme, q.strategy, q.sigma))
-        return q.bound_delta(min(max(float(accountant.get_delta(q.epsilon)), 0.0), 1.0))
+        delta = min(max(float(accountant.get_delta(q.epsilon)), 0.0), 1.0)
+        return q.bound_delta(delta, pld_method(q.scheme, q.strategy))
 
     def _delta_curve(
         self, question: Question, epsilons: tuple[float, ...], failure_probability: float
@@ -329,7 +338,7 @@ class PLDAccountant(Accountant):
         accountant.compose(self._affordable_event(q.scheme, q.strategy, q.sigma))
         deltas = tuple(min(max(float(accountant.get_delta(e)), 0.0), 1.0) for e in epsilons)
         return CurveResult(
-            **q.provenance("exact"),
+            **q.provenance(pld_method(q.scheme, q.strategy)),
             epsilons=epsilons,
             delta=deltas,
             certified_delta=deltas,
@@ -365,7 +374,7 @@ class PLDAccountant(Accountant):
                 "were not examined, so the returned sigma is sound but may not be the smallest",
             )
         return CalibrationResult(
-            **q.provenance("exact"),
+            **q.provenance(pld_method(q.scheme, q.strategy)),
             notes=notes,
             sigma=sigma,
             epsilon=q.epsilon,
@@ -393,7 +402,7 @@ class PLDAccountant(Accountant):
         if not bound.certified_epsilon <= q.epsilon:
             return None
         return CalibrationResult(
-            **q.provenance("exact"),
+            **q.provenance(pld_method(q.scheme, q.strategy)),
             notes=(
                 f"the PLD cost floor sigma = {floor:.4g} (max_memory_gib = "
                 f"{self.max_memory_gib:g}) meets the target: the unamplified bound there is "

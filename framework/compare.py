@@ -53,7 +53,7 @@ from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.montecarlo.bounds import min_samples
 from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import accountants, schemes
-from minsep.framework.results import CalibrationResult
+from minsep.framework.results import EXACT, UPPER_BOUND, CalibrationResult
 from minsep.framework.setup import (
     build_accountant,
     build_strategy,
@@ -396,7 +396,7 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
             sigma, method, failure = cal.sigma, cal.method, cal.failure_probability
             base, samples = cal.base_delta, cal.samples
             sigma_low = _sigma_low(cal)
-            if method == "exact":
+            if method in (EXACT, UPPER_BOUND):
                 epsilon = accountant.epsilon(scheme, strategy, sigma, setup.delta).certified_epsilon
             else:
                 epsilon = cal.epsilon

@@ -54,3 +54,13 @@ class CheckpointError(MinsepError):
 
 class SchedulerUnreachableError(MinsepError, ConnectionError):
     """The Dask scheduler named by ``scheduler`` / ``--scheduler`` cannot be reached."""
+
+
+class WorkersLostError(MinsepError, RuntimeError):
+    """The workers computing a run were lost (a killed pool worker beyond the retries, a lost
+    Dask scheduler); the message says what was tried."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler's or ``timeout``'s stop), raised in the main thread like
+    Ctrl-C's KeyboardInterrupt so that the same code saves the checkpoint (exit status 143)."""

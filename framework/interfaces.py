@@ -504,6 +504,12 @@ class SamplingScheme(ABC):
         """The exact dp_accounting event; raise NotAccountableError when there is none."""
         raise NotAccountableError(f"scheme {self.name!r} has no exact PLD event")
 
+    def dp_event_is_exact(self, strategy: Strategy) -> bool:
+        """True when :meth:`dp_event` is this scheme's exact event at ``strategy``; False when
+        it is a dominating one (a proven upper bound): results of the PLD route then say
+        ``method = "upper bound"`` instead of ``"exact"``."""
+        return True
+
     @property
     def name(self) -> str:
         """The registered name (class name if unregistered)."""

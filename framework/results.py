@@ -1,8 +1,9 @@
 """Typed, JSON-serialisable results of accounting questions.
 
-Every result states how it was obtained: ``method`` is ``"exact"`` (PLD, closed form) or
-``"monte_carlo"``; Monte Carlo results carry the sample count, the seed and the failure
-probability of their certified bound. ``to_json`` / ``Result.from_json`` round-trip exactly.
+Every result states how it was obtained: ``method`` is ``"exact"`` (PLD, closed form),
+``"upper bound"`` (a PLD of a dominating event) or ``"monte_carlo"``; Monte Carlo results
+carry the sample count, the seed and the failure probability of their certified bound.
+``to_json`` / ``Result.from_json`` round-trip exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
     from minsep.framework.compose import CertifiedPLD
 
 R = TypeVar("R", bound="Result")
+
+#: ``method`` of a deterministic result that is the exact value (to the PLD grid's rounding,
+#: upwards).
+EXACT = "exact"
+#: ``method`` of a deterministic result computed on a dominating event: a proven upper bound
+#: that is not the scheme's exact value (e.g. the fixed-partition PLD of random-phase cyclic
+#: Poisson).
+UPPER_BOUND = "upper bound"
 
 #: A number >= 0 that may be +inf (an uncertified bound), never NaN.
 _EXTENDED = v.number(low=0.0, infinite=True)
@@ -217,6 +226,10 @@ class EpsilonResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
@@ -252,6 +265,10 @@ class DeltaResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     base_delta: float | None = _optional(_EXTENDED)
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
@@ -312,6 +329,10 @@ class CalibrationResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     pilot_samples: int | None = _optional(v.positive_int())
     # the importance-sampling proposal (method, order, log_z, support, add); None: plain
     proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
@@ -408,6 +429,10 @@ class CurveResult(Result):
     kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
         default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
     )
+    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
+    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
+    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
+    chunk_size: int | None = _optional(v.positive_int())
     #: The epsilon(delta) view (:meth:`with_epsilons`): target deltas and the certified
     #: epsilon at each, failure probability included (inf where none is certified).
     target_deltas: tuple[float, ...] = attrs.field(default=(), converter=_target_deltas)

@@ -31,6 +31,7 @@ __all__ = [
     "AUTO",
     "MAX_WORKERS",
     "choose_workers",
+    "expected_cores",
     "parse_workers",
     "resolve_workers",
     "usable_cpus",
@@ -71,6 +72,16 @@ def choose_workers(cpus: int | None = None, load: float | None = None) -> int:
     cpus = usable_cpus() if cpus is None else cpus
     load = _load() if load is None else load
     return min(max(1, cpus - round(load)), MAX_WORKERS)
+
+
+def expected_cores(workers: int, cpus: int | None = None, load: float | None = None) -> float:
+    """The cores a run of ``workers`` busy processes can expect: every runnable process gets
+    an equal share of the usable CPUs, so ``workers * min(1, cpus / (load + workers))``, with
+    ``load`` the runnable processes already there (the 1-minute load average) and ``cpus``
+    :func:`usable_cpus`. A time estimate from CPU rates divides by this."""
+    cpus = usable_cpus() if cpus is None else cpus
+    load = _load() if load is None else load
+    return workers * min(1.0, cpus / (max(load, 0.0) + workers))
 
 
 def resolve_workers(value: object, owner: str = "workers", parameter: str = "workers") -> int:

@@ -35,8 +35,10 @@ Every figure is the best and the median of ``--repeats`` repetitions, by wall cl
 CPU-second actually used (this process, plus the pool's workers read from /proc): on a shared
 machine the wall-clock figures measure the load as much as the code, the CPU-second ones much
 less so; the shares are ratios of medians per CPU-second. ``--quick`` runs CI-sized problems
-(seconds). ``--backend cupy`` times the same models on a GPU (normals then come from cupy's
-generator; no process pool).
+(seconds). A line on stderr announces each model and engine measurement (``--no-progress``:
+none); ``--skip-models A,B`` leaves models out, ``--time-limit SECONDS`` starts no further
+measurement once that time has passed (the rest are listed as skipped). ``--backend cupy``
+times the same models on a GPU (normals then come from cupy's generator; no process pool).
 """
 
 from __future__ import annotations
@@ -350,17 +352,34 @@ def measure_model(
 
 
 def measure_case(
-    case: Case, backend: Backend, repeats: int, sigma: float, only: Sequence[str] | None = None
+    case: Case,
+    backend: Backend,
+    repeats: int,
+    sigma: float,
+    only: Sequence[str] | None = None,
+    *,
+    skip: Sequence[str] = (),
+    deadline: float | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Every registered model at ``case`` (or those labelled in ``only``), with each one's
-    share of the reference model's rate per CPU-second (medians, measured in this run)."""
+    """Every registered model at ``case`` (or those labelled in ``only``, less those in
+    ``skip``), with each one's share of the reference model's rate per CPU-second (medians,
+    measured in this run). Once ``time.monotonic()`` passes ``deadline`` the models not yet
+    measured are listed as skipped; ``progress`` prints a line on stderr per model."""
     entries = [e for e in bench_models(case) if only is None or e.label in only]
     rows: dict[str, dict[str, Any]] = {}
     skipped = {}
-    for entry in entries:
+    for number, entry in enumerate(entries, 1):
         if entry.model is None:
             skipped[entry.label] = entry.reason
+        elif entry.label in skip:
+            skipped[entry.label] = "--skip-models"
+        elif deadline is not None and time.monotonic() > deadline:
+            skipped[entry.label] = "--time-limit reached"
         else:
+            if progress:
+                print(f"minsep.bench: [{case.name}] model {number}/{len(entries)} "
+                      f"{entry.label} ...", file=sys.stderr, flush=True)  # fmt: skip
             rows[entry.label] = measure_model(case, entry.model, backend, repeats, sigma)
     reference = rows.get(REFERENCE)
     for row in rows.values():
@@ -576,6 +595,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="comma-separated labels of the models to time (default: every registered one)",
     )
+    parser.add_argument(
+        "--skip-models",
+        default="",
+        help="comma-separated labels of models not to time (listed as skipped)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds after which no further model is started (the rest are listed as "
+        "skipped; the engine figures are skipped too)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--require-kernels",
@@ -598,13 +630,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 3
     only = args.models.split(",") if args.models else None
-    model_rows = [measure_case(case, backend, repeats, args.sigma, only) for case in cases]
+    skip = [label for label in args.skip_models.split(",") if label]
+    deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
+    progress = not args.no_progress
+    model_rows = [
+        measure_case(case, backend, repeats, args.sigma, only,
+                     skip=skip, deadline=deadline, progress=progress)
+        for case in cases
+    ]  # fmt: skip
     engine_rows = []
     workers = resolve_workers(args.workers) if backend.name == "numpy" else 1  # one GPU: no pool
-    if not args.no_engine:
-        engine_rows = [
-            measure_engine(case, args.backend, workers, repeats, args.sigma) for case in cases
-        ]
+    for case in [] if args.no_engine else cases:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        if progress:
+            print(f"minsep.bench: [{case.name}] engine, 1 and {workers} processes ...",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        engine_rows.append(measure_engine(case, args.backend, workers, repeats, args.sigma))
     if args.json:
         result = {
             "command": "python -m minsep.bench " + " ".join(argv or sys.argv[1:]),

@@ -35,11 +35,13 @@ from minsep.framework.validation import integer, positive, positive_int, probabi
 from minsep.paper.common import (
     OUTPUT_DIR,
     STYLE,
+    Stopwatch,
     fresh_output_dir,
     pyplot,
     save_figure,
     tuple_of,
     write_csv,
+    write_metadata,
 )
 from minsep.schemes import BMinSep, CyclicPoisson
 from minsep.strategies import BandedToeplitz
@@ -228,9 +230,17 @@ def plot(path: Path, settings: LimitSettings, rows: Sequence[dict[str, Any]]) ->
 
 
 def run_experiment(settings: LimitSettings, output_dir: Path, *, plots: bool = True) -> Path:
-    """Write ``limits.csv`` (and ``limits.png``) into ``output_dir``; returns the CSV path."""
+    """Write ``limits.csv``, ``limits.json`` (the settings, the wall and CPU seconds, and the
+    environment: package versions and git commit) and ``limits.png`` into ``output_dir``;
+    returns the CSV path."""
+    watch = Stopwatch()
     rows = limit_rows(settings)
     csv_path = write_csv(output_dir / f"{NAME}.csv", COLUMNS, rows)
+    write_metadata(
+        output_dir / f"{NAME}.json",
+        attrs.asdict(settings),
+        {"wall_s": watch.wall, "cpu_s_main_process": watch.cpu},
+    )
     if plots:
         plot(output_dir / f"{NAME}.png", settings, rows)
     return csv_path

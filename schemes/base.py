@@ -15,6 +15,7 @@ base for the accounting of the truncated variant; by default there is none.
 from __future__ import annotations
 
 import operator
+import os
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -57,6 +58,36 @@ def dataset_size(population: Any, owner: str) -> int:
             ) from None
     check_range(owner, "population", int(size), low=1, integer=True)
     return int(size)
+
+
+#: Bytes a step of :meth:`BatchScheme.batches` holds per example of the population (a
+#: float64 draw, a mask and the scheme's state arrays): an upper estimate for the refusal below.
+BYTES_PER_EXAMPLE = 24
+
+
+def physical_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - Windows
+        return None
+
+
+def check_population_fits(size: int, owner: str, memory: int | None = None) -> int:
+    """``size``, or a ConfigurationError naming ``population`` when the batches of ``size``
+    examples would need more than the machine's physical memory ``memory`` (default
+    :func:`physical_memory`): each step draws over the whole population."""
+    memory = physical_memory() if memory is None else memory
+    if memory is not None and size * BYTES_PER_EXAMPLE > memory:
+        largest = memory // BYTES_PER_EXAMPLE
+        raise ConfigurationError(
+            f"{owner}.population = {size!r} is invalid: each step draws over the whole "
+            f"population, about {BYTES_PER_EXAMPLE} bytes per example "
+            f"({size * BYTES_PER_EXAMPLE / 2**30:,.0f} GiB), more than this machine's "
+            f"{memory / 2**30:,.0f} GiB of memory: must be in [1, {largest:,}]",
+            parameter="population",
+        )
+    return size
 
 
 def boolean(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -106,9 +137,11 @@ class SchemeBase(SamplingScheme):
     def prepare_population(self, population: Any) -> Any:
         """Validate ``population`` and return what :meth:`generate_batches` works on.
 
-        Default: the dataset size N (an int, or ``len`` of a sized collection).
+        Default: the dataset size N (an int, or ``len`` of a sized collection) whose
+        per-step arrays fit in this machine's memory (:func:`check_population_fits`).
         """
-        return dataset_size(population, type(self).__name__)
+        owner = type(self).__name__
+        return check_population_fits(dataset_size(population, owner), owner)
 
     @abstractmethod
     def generate_batches(

@@ -542,7 +542,12 @@ def build_accountant(
         chosen = "monte_carlo"  # an empty --accountant "" is looked up (and refused), not replaced
     options = given_accountant_options(args)
     if chosen in accountants.names():
-        options = default_workers(options, accountants.get(chosen))
+        cls = accountants.get(chosen)
+        if getattr(args, "progress", None) is None and "progress" not in set(
+            setup.accountant_fields(cls)
+        ):
+            options.pop("progress", None)  # implied by --quiet, not given: nothing to refuse
+        options = default_workers(options, cls)
     return setup.build_accountant(chosen, options, strict=strict)
 
 

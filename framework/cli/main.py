@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from minsep.framework.cli.command import Command
-from minsep.framework.errors import MinsepError
+from minsep.framework.errors import MinsepError, Terminated
+from minsep.framework.interrupts import sigterm_as_interrupt
 
 #: Modules (each exposing ``command``) that make up the built-in subcommands.
 BUILTIN: tuple[str, ...] = (
@@ -52,6 +53,8 @@ def commands() -> dict[str, Command]:
 EXIT_ERROR = 2
 #: Exit status after Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+#: Exit status after SIGTERM (128 + SIGTERM), handled like Ctrl-C.
+EXIT_TERMINATED = 143
 
 
 class _UsageExit(SystemExit):
@@ -250,8 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI.
 
     Exit statuses: 0 success; 2 a usage error, an error of minsep (one line naming the
-    problem), an operating-system error or memory exhaustion; 130 interrupted by Ctrl-C (the
-    Monte Carlo engine first saves its checkpoint, when one is set). With ``--json`` every
+    problem), an operating-system error or memory exhaustion, lost workers; 130 interrupted by
+    Ctrl-C, 143 by SIGTERM (the Monte Carlo engine first saves its checkpoint, when one is
+    set, and the pool's workers are stopped). With ``--json`` every
     error is also printed on stdout as ``{"error": {"type", "message", "parameter",
     "option", "exit_code"}}``.
     """
@@ -274,11 +278,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(args, as_json, "error", conflict, EXIT_ERROR)
     try:
         _check_environment()
-        return int(args._run(args))
-    except KeyboardInterrupt:
+        with sigterm_as_interrupt():
+            return int(args._run(args))
+    except KeyboardInterrupt as exc:
+        _stop_workers()  # the checkpoint is saved: chunks still running are not needed
         saved = getattr(args, "checkpoint", None)
         note = f"; progress is saved in {saved}: rerun the same command to resume" if saved else ""
-        return _report(args, as_json, "interrupted", f"stopped by Ctrl-C{note}", EXIT_INTERRUPTED)
+        by, status = (
+            ("SIGTERM", EXIT_TERMINATED)
+            if isinstance(exc, Terminated)
+            else ("Ctrl-C", EXIT_INTERRUPTED)
+        )
+        return _report(args, as_json, "interrupted", f"stopped by {by}{note}", status)
     except MemoryError as exc:
         detail = f" ({exc})" if str(exc) else ""
         message = (
@@ -290,6 +301,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report(args, as_json, "error", str(exc), EXIT_ERROR, exc)
     except OSError as exc:
         return _report(args, as_json, "error", str(exc), EXIT_ERROR, exc)
+
+
+def _stop_workers() -> None:
+    """Stop the process pools' workers, if the engine started any (imported only then)."""
+    executors = sys.modules.get("minsep.framework.montecarlo.executors")
+    if executors is not None:
+        executors.terminate_pools()
 
 
 def _usage_error(exc: _UsageExit) -> dict[str, object]:

@@ -318,6 +318,13 @@ class Checkpoint:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temporary, self.path)
+        except OSError as exc:  # e.g. ENOSPC: name the file, say what is kept
+            kept = "keeps the previous save" if self.path.exists() else "is not written"
+            raise CheckpointError(
+                f"checkpoint {str(self.path)!r} cannot be saved: {exc.strerror or exc} "
+                f"(writing {str(temporary)!r}); the checkpoint {kept}. Free space, or "
+                "choose another checkpoint path."
+            ) from None
         finally:
             temporary.unlink(missing_ok=True)
 

@@ -17,7 +17,9 @@ Fault tolerance: when a worker dies, the scheduler reruns the chunks it was runn
 results it held (a chunk is a pure function of its index, so a rerun returns the same bits);
 a chunk that raises is retried ``retries`` times before the error reaches the caller. A chunk
 that kills ``distributed.scheduler.allowed-failures`` (default 3) workers in a row is given
-up (``KilledWorker``). Losing the client process itself (the one merging) is what
+up, and so is a run whose scheduler is lost: both raise WorkersLostError (one line; the
+command line exits with status 2), after the client is closed without Dask's reconnection
+tracebacks. Losing the client process itself (the one merging) is what
 checkpoints (:mod:`~minsep.framework.montecarlo.checkpoint`) are for.
 
 The client and the cluster are started on first use and shared by every DaskExecutor with the
@@ -27,7 +29,9 @@ once); :func:`shutdown_clusters` (also run at interpreter exit) closes them.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import importlib.util
 import json
 import logging
@@ -41,7 +45,7 @@ from typing import Any, TypeVar
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.errors import MinsepError, SchedulerUnreachableError
+from minsep.framework.errors import MinsepError, SchedulerUnreachableError, WorkersLostError
 
 __all__ = ["DaskExecutor", "DaskUnavailableError", "require_dask", "shutdown_clusters"]
 
@@ -133,28 +137,51 @@ def shutdown_clusters() -> None:
     """Close every shared client, and the local clusters started for them.
 
     The client closes before its cluster (no reconnection attempts), and Dask's own loggers
-    are held at ERROR meanwhile: a worker or nanny stopping on request is not news, and at
-    interpreter exit its warnings would be the last lines a user sees.
+    are held at CRITICAL meanwhile (:func:`_quietly`): at interpreter exit their warnings
+    would be the last lines a user sees.
     """
     with _CLUSTERS_LOCK:
         entries = list(_CLUSTERS.values())
         _CLUSTERS.clear()
-    if not entries:
-        return
+    if entries:
+        _quietly(_close_all, entries)
+
+
+def _close_all(entries: list[tuple[Any, Any]]) -> None:
+    for client, cluster in entries:
+        _close(client, cluster)
+
+
+def _quietly(fn: Callable[..., None], *args: Any) -> None:
+    """``fn(*args)`` with Dask's own loggers held at CRITICAL: a worker, nanny or client
+    stopping on request (or reconnecting to a scheduler known dead) is not news."""
     loggers = [logging.getLogger(name) for name in _QUIET_AT_CLOSE]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
-        logger.setLevel(logging.ERROR)
+        logger.setLevel(logging.CRITICAL)
     try:
-        for client, cluster in entries:
-            _close(client, cluster)
+        fn(*args)
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
 
 
 #: Loggers whose warnings a requested shutdown produces (nanny restarts, closing comms).
-_QUIET_AT_CLOSE = ("distributed", "distributed.nanny", "distributed.worker", "tornado")
+_QUIET_AT_CLOSE = (
+    "distributed",
+    "distributed.client",
+    "distributed.nanny",
+    "distributed.worker",
+    "tornado",
+)
+
+
+def _drop_cancelled_reconnects(record: logging.LogRecord) -> bool:
+    """A logging filter of ``distributed.client``: drops the traceback a client logs when its
+    attempts to reconnect to a lost scheduler are cancelled by closing it (the run reports
+    the loss in one line instead)."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, asyncio.CancelledError)
 
 
 def _close(client: Any, cluster: Any) -> None:
@@ -228,6 +255,9 @@ class DaskExecutor:
 
     def _start(self) -> tuple[Any, Any]:
         dist = _distributed()
+        client_log = logging.getLogger("distributed.client")
+        if _drop_cancelled_reconnects not in client_log.filters:
+            client_log.addFilter(_drop_cancelled_reconnects)
         if self.scheduler is not None:
             return self._connect(dist), None
         cluster = dist.LocalCluster(
@@ -266,7 +296,7 @@ class DaskExecutor:
         with _CLUSTERS_LOCK:
             entry = _CLUSTERS.pop(self._key(), None)
         if entry is not None:
-            _close(*entry)
+            _quietly(_close_all, [entry])
 
     @property
     def workers(self) -> int:
@@ -314,6 +344,7 @@ class DaskExecutor:
                 pending[future.key] = (position, future)
                 completed.add(future)
 
+        lost: WorkersLostError | None = None
         try:
             refill()
             while pending:
@@ -327,10 +358,39 @@ class DaskExecutor:
                 if time.monotonic() - resized > _RESIZE_SECONDS:
                     limit, resized = self.ahead * _threads(client), time.monotonic()
                 refill()  # the head chunk is always pending: none pending = all yielded
+        except Exception as exc:
+            lost = _lost(self, client, exc)
+            if lost is None:
+                raise
         finally:
-            for _, future in pending.values():
-                future.cancel()
+            if lost is None:
+                for _, future in pending.values():
+                    future.cancel()
             completed.clear()
+        if lost is not None:
+            self.close()  # a client reconnecting to a dead scheduler would log tracebacks
+            raise lost
+
+
+def _lost(executor: DaskExecutor, client: Any, exc: Exception) -> WorkersLostError | None:
+    """The one-line error for a cluster lost while ``client`` waited for results (the
+    scheduler gone, or a chunk that killed ``allowed-failures`` workers); None for an error
+    of the chunk itself, which reaches the caller unchanged."""
+    where = executor.scheduler or "the local cluster"
+    if type(exc).__name__ == "KilledWorker":
+        return WorkersLostError(
+            f"the Dask workers running a chunk were lost repeatedly at {where} ({exc}): "
+            "lower --chunk-size, give the workers more memory, or resume from the checkpoint"
+        )
+    closed = any(kind.__name__ == "CommClosedError" for kind in type(exc).__mro__)
+    if isinstance(exc, concurrent.futures.CancelledError) or closed:
+        pass  # cancelled for "scheduler-connection-lost", or the client's comm closed
+    elif client.status == "running" or not isinstance(exc, OSError | TimeoutError):
+        return None
+    return WorkersLostError(
+        f"lost the Dask scheduler at {where} ({type(exc).__name__}): restart the "
+        "scheduler and rerun the command (with --checkpoint it resumes where it stopped)"
+    )
 
 
 def _threads(client: Any) -> int:

@@ -35,9 +35,9 @@ import collections
 import concurrent.futures
 import concurrent.futures.process
 import importlib.metadata
+import logging
 import multiprocessing
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar, cast, runtime_checkable
@@ -45,7 +45,8 @@ from typing import Protocol, TypeVar, cast, runtime_checkable
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.errors import ConfigurationError
+from minsep.framework.errors import ConfigurationError, WorkersLostError
+from minsep.framework.montecarlo import lifeline
 
 __all__ = [
     "EXECUTOR_KINDS",
@@ -57,12 +58,16 @@ __all__ = [
     "get_executor",
     "prepare_executor",
     "shutdown_pools",
+    "terminate_pools",
 ]
 
 #: Names accepted by :func:`get_executor` (and ``--executor``).
 EXECUTOR_KINDS = ("local", "processes", "dask")
 
 T = TypeVar("T")
+
+#: The CLI prints this logger's records on stderr as ``minsep: ...`` lines.
+_log = logging.getLogger("minsep.plan")
 
 
 @runtime_checkable
@@ -116,7 +121,14 @@ _POOLS_LOCK = threading.Lock()
 #: Threads of :meth:`ProcessExecutor.prepare` still queueing a pool's warm-ups (see there).
 _STARTING: dict[tuple[int, str], threading.Thread] = {}
 #: Modules the forkserver imports once, so that workers start without re-importing them.
-_PRELOAD = ["numpy", "scipy.special", "scipy.fft", "minsep.framework.montecarlo"]
+#: The lifeline comes first: a forkserver whose run is killed while it imports dies too.
+_PRELOAD = [
+    "minsep.framework.montecarlo.lifeline",
+    "numpy",
+    "scipy.special",
+    "scipy.fft",
+    "minsep.framework.montecarlo",
+]
 
 
 def _preload_modules() -> list[str]:
@@ -135,19 +147,15 @@ def _preload_modules() -> list[str]:
     return modules
 
 
-def _ignore_interrupts() -> None:
-    """Pool workers ignore Ctrl-C: the terminal sends SIGINT to the whole process group, and
-    the parent alone handles it (saving its checkpoint, one line, exit status 130) instead of
-    every worker printing a traceback."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _start_forkserver() -> None:
     """Start the forkserver (if not yet running) with :data:`WORKER_MALLOC` in its
-    environment; this process's own environment is left as it was."""
+    environment, and, from the main thread, this process's id as its lifeline parent
+    (:mod:`.lifeline`); this process's own environment is left as it was."""
     from multiprocessing import forkserver
 
     added = {k: v for k, v in WORKER_MALLOC.items() if k not in os.environ}
+    if threading.current_thread() is threading.main_thread():
+        added[lifeline.PARENT_ENV] = str(os.getpid())
     os.environ.update(added)
     try:
         forkserver.ensure_running()
@@ -166,7 +174,10 @@ def _pool(workers: int, method: str) -> concurrent.futures.ProcessPoolExecutor:
                 context.set_forkserver_preload(_preload_modules())
                 _start_forkserver()
             pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=workers, mp_context=context, initializer=_ignore_interrupts
+                max_workers=workers,
+                mp_context=context,
+                initializer=lifeline.init_worker,
+                initargs=(os.getpid(), method == "forkserver"),
             )
             _POOLS[(workers, method)] = pool
         return pool
@@ -225,6 +236,22 @@ def shutdown_pools() -> None:
 atexit.register(shutdown_pools)
 
 
+def terminate_pools() -> None:
+    """Kill the shared pools' workers now and forget the pools (after an interrupt, once the
+    checkpoint is saved: the chunks still running are not needed, and a process stopped by
+    SIGTERM must not wait for them)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+        _STARTING.clear()
+    for pool in pools:
+        # concurrent.futures offers no public kill; its process table is stable since 3.7
+        processes = getattr(pool, "_processes", None) or {}
+        for process in list(processes.values()):
+            process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 @attrs.frozen
 class ProcessExecutor:
     """Chunks on a ``concurrent.futures`` process pool.
@@ -233,8 +260,9 @@ class ProcessExecutor:
     ``max_workers`` and start method, so its start-up cost (importing numpy and minsep in the
     workers, about a second) is paid once per process; :func:`shutdown_pools` releases it.
     ``ahead`` bounds the results in flight to ``ahead * workers`` (memory); results are yielded
-    in index order. The task must be picklable (use a named backend, not a custom namespace,
-    and a model defined in an importable module).
+    in index order. ``retries``: how many times one :meth:`map` call starts a fresh pool after
+    losing a worker (see there). The task must be picklable (use a named backend, not a
+    custom namespace, and a model defined in an importable module).
     """
 
     max_workers: int = attrs.field(default=2, validator=v.positive_int())
@@ -242,6 +270,7 @@ class ProcessExecutor:
     start_method: str | None = attrs.field(
         default=None, validator=v.optional(v.one_of("fork", "forkserver", "spawn"))
     )
+    retries: int = attrs.field(default=3, validator=v.integer(low=0, high=100))
 
     @property
     def workers(self) -> int:
@@ -274,39 +303,99 @@ class ProcessExecutor:
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()`` on a worker of the pool, queued behind the warm-ups of :meth:`prepare`."""
-        method = self.start_method or _default_start_method()
-        _wait_started((self.max_workers, method))
-        return _pool(self.max_workers, method).submit(fn).result()
+        return cast("T", next(iter(self.map(_Call(fn), [0]))))
 
     def map(self, task: Callable[[int], T], indices: Sequence[int]) -> Iterator[T]:
-        """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order."""
+        """Submit chunks to the pool, at most ``ahead * workers`` pending, yield in order.
+
+        A lost worker (killed, or ended by the operating system for lack of memory) breaks
+        the pool: the chunks it had not returned are submitted again, in order, to a fresh
+        pool (a chunk is a pure function of its index, so the results are the same bits), at
+        most ``retries`` times per call; then WorkersLostError."""
         if not indices:
             return
         method = self.start_method or _default_start_method()
-        _wait_started((self.max_workers, method))
+        key = (self.max_workers, method)
+        _wait_started(key)
         pool = _pool(self.max_workers, method)
         limit = self.ahead * self.max_workers
-        pending: collections.deque[concurrent.futures.Future[T]] = collections.deque()
+        pending: collections.deque[tuple[int, concurrent.futures.Future[T]]] = collections.deque()
         queue = iter(indices)
+        losses = 0
         try:
             for i in queue:
-                pending.append(pool.submit(task, i))
+                pending.append((i, _submit(pool, task, i)))
                 if len(pending) >= limit:
                     break
             while pending:
-                result = pending.popleft().result()
+                index, future = pending[0]
+                try:
+                    result = future.result()
+                except concurrent.futures.process.BrokenProcessPool as exc:
+                    losses += 1
+                    _forget(key, pool)
+                    if losses > self.retries:
+                        raise WorkersLostError(
+                            f"a worker process was lost {losses} times (killed, or ended by "
+                            f"the operating system, e.g. out of memory); chunk {index} was "
+                            f"computed again on fresh workers {self.retries} times and the "
+                            "run gives up: lower --chunk-size or --workers, or resume from "
+                            f"the checkpoint ({exc})"
+                        ) from None
+                    _log.warning(
+                        "warning: a worker process was lost (%s): recomputing %d chunks from "
+                        "chunk %d on fresh workers (retry %d of %d)",
+                        exc, len(pending), index, losses, self.retries,
+                    )  # fmt: skip
+                    pool = _pool(self.max_workers, method)
+                    pending = collections.deque(
+                        (i, f if _succeeded(f) else _submit(pool, task, i)) for i, f in pending
+                    )
+                    continue
+                pending.popleft()
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.append(pool.submit(task, nxt))
+                    pending.append((nxt, _submit(pool, task, nxt)))
                 yield result
-        except concurrent.futures.process.BrokenProcessPool:
-            with _POOLS_LOCK:
-                if _POOLS.get((self.max_workers, method)) is pool:
-                    del _POOLS[(self.max_workers, method)]
-            raise
         finally:
-            for future in pending:
+            for _, future in pending:
                 future.cancel()
+
+
+@attrs.frozen
+class _Call:
+    """``fn()`` as a chunk task (for :meth:`ProcessExecutor.call`, retried like a chunk)."""
+
+    fn: Callable[[], object]
+
+    def __call__(self, index: int) -> object:
+        return self.fn()
+
+
+def _submit(
+    pool: concurrent.futures.ProcessPoolExecutor, task: Callable[[int], T], index: int
+) -> concurrent.futures.Future[T]:
+    """``pool.submit(task, index)``; a pool already broken gives a future holding that
+    error (handled where the result is read, like a worker lost later)."""
+    try:
+        return pool.submit(task, index)
+    except concurrent.futures.process.BrokenProcessPool as exc:
+        failed: concurrent.futures.Future[T] = concurrent.futures.Future()
+        failed.set_exception(exc)
+        return failed
+
+
+def _succeeded(future: concurrent.futures.Future[T]) -> bool:
+    """True when ``future`` holds a result (not an error, not pending)."""
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _forget(key: tuple[int, str], pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Drop the broken ``pool`` from the shared pools, so the next use starts a fresh one."""
+    with _POOLS_LOCK:
+        if _POOLS.get(key) is pool:
+            del _POOLS[key]
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def get_executor(

@@ -208,6 +208,9 @@ class RunPlan:
     draw_seconds: float | None = None
     eval_seconds: float | None = None
     n_steps: int | None = None
+    #: cores the run can expect (:func:`~minsep.framework.workers.expected_cores`: the
+    #: workers' fair share of the CPUs under the current load); None: ``workers``
+    cores: float | None = None
 
     def chunks(self, stage: Stage) -> int:
         """``ceil(samples / chunk_size)`` chunks per direction."""
@@ -228,7 +231,8 @@ class RunPlan:
         if self.draw_seconds is None or self.eval_seconds is None:
             return None
         per_sample = self.draw_seconds + stage.sigmas * self.eval_seconds
-        return stage.samples * stage.directions * per_sample / self.workers
+        cores = self.workers if self.cores is None else self.cores
+        return stage.samples * stage.directions * per_sample / max(cores, 1e-3)
 
     @property
     def estimated_seconds(self) -> float | None:
@@ -261,12 +265,19 @@ class RunPlan:
         if total is None or self.draw_seconds is None or self.eval_seconds is None:
             return f"{self.question}: time not estimated"
         unit, scale = ("samples/s", 1) if self.n_steps is None else ("sample·steps/s", self.n_steps)
+        if self.cores is None:
+            share = ", assuming the workers run in parallel" if self.workers > 1 else ""
+        else:
+            share = (
+                f", at the {self.cores:.2g} core{'s' if self.cores != 1 else ''} the "
+                f"{self.workers} worker{'s' if self.workers != 1 else ''} can expect under "
+                "the current load"
+            )
         return (
             f"{self.question}: estimated {format_seconds(total)} for "
-            f"{self.total_samples:,} samples (measured on one worker: drawing "
+            f"{self.total_samples:,} samples (measured on one worker, per CPU second: drawing "
             f"{_rate(self.draw_seconds / scale)} {unit}, evaluating "
-            f"{_rate(self.eval_seconds / scale)} {unit} per sigma"
-            f"{', assuming the workers run in parallel' if self.workers > 1 else ''})"
+            f"{_rate(self.eval_seconds / scale)} {unit} per sigma{share})"
         )
 
 
@@ -287,7 +298,9 @@ def measure_rates(
     backend: str | Backend = "numpy",
     seed: int = 0,
 ) -> tuple[float, float]:
-    """``(draw, evaluation)`` seconds per sample and direction, timed on a small probe.
+    """``(draw, evaluation)`` seconds per sample and direction, timed on a small probe: CPU
+    seconds of this process on the host backends (other work on the machine does not inflate
+    them; :class:`RunPlan` divides by the cores the run can expect), wall seconds on a GPU.
 
     Per direction: two one-sample warm-ups (the first compiles kernels and is never used; the
     second is used as the measurement when it takes ``WARM_UP_SECONDS`` or more), then probes
@@ -303,6 +316,7 @@ def measure_rates(
     # the probe runs before the question's own checks: refuse a sigma the engine refuses
     check_range("measure_rates", "sigma", sigma, low=MIN_SIGMA)
     resolved = get_backend(backend)
+    clock = time.process_time if resolved.name == "numpy" else time.perf_counter
     largest = _probe_samples(model, chunk_size)
     draw_total = eval_total = 0.0
     directions = (Direction.REMOVE, Direction.ADD)
@@ -310,12 +324,12 @@ def measure_rates(
         rngs = iter(np.random.SeedSequence(seed, spawn_key=(1 << 31, code)).spawn(64))
         size, warm_ups = 1, 2
         while True:
-            start = time.perf_counter()
+            start = clock()
             transcript = model.draw(size, direction, resolved.rng(next(rngs)), resolved)
-            middle = time.perf_counter()
+            middle = clock()
             loss = model.privacy_loss(transcript, sigma)
             _accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
-            end = time.perf_counter()
+            end = clock()
             if warm_ups:  # the first call compiles kernels: time a second one-sample call
                 warm_ups -= 1
                 if warm_ups or end - start < WARM_UP_SECONDS:

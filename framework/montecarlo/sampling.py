@@ -39,6 +39,7 @@ from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, Backend, get_backend
 from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.interrupts import INTERRUPT_SIGNALS, interrupt_handler
 from minsep.framework.montecarlo.accumulators import (
     BinSpec,
     LossTally,
@@ -361,9 +362,10 @@ def _merge_chunks(
 ) -> SweepTally:
     """The merge loop of :func:`sample_chunks`.
 
-    A chunk's merge and its journal record form one step that Ctrl-C cannot split (SIGINT is
-    deferred across it); on KeyboardInterrupt the journal saves the tally of the chunks merged
-    so far before the interrupt propagates, so a rerun resumes from there.
+    A chunk's merge and its journal record form one step that Ctrl-C or SIGTERM cannot split
+    (both are deferred across it); on KeyboardInterrupt (Terminated included) the journal
+    saves the tally of the chunks merged so far before the interrupt propagates, so a rerun
+    resumes from there.
     """
     total = task.empty() if into is None else into
     samples = sum(task.chunk_length(i) for i in indices)
@@ -385,31 +387,35 @@ def _merge_chunks(
 
 
 class _DeferredInterrupt:
-    """Hold back SIGINT (Ctrl-C) while the block runs; raise KeyboardInterrupt after it.
+    """Hold back SIGINT (Ctrl-C) and SIGTERM while the block runs; raise the interrupt
+    (KeyboardInterrupt, or Terminated for SIGTERM) after it.
 
-    Only in the main thread and while Python's default SIGINT handler is installed; elsewhere
-    a no-op.
+    Only in the main thread and for a signal whose interrupt handler is installed (Python's
+    default for SIGINT; :func:`~minsep.framework.interrupts.sigterm_as_interrupt` for
+    SIGTERM); elsewhere a no-op.
     """
 
     def __init__(self) -> None:
-        self._pending = False
-        self._previous: Any = None
+        self._pending: type[KeyboardInterrupt] | None = None
+        self._previous: dict[int, Any] = {}
 
     def _hold(self, signum: int, frame: Any) -> None:
-        self._pending = True
+        for held, kind in INTERRUPT_SIGNALS:
+            if held == signum and self._pending is None:
+                self._pending = kind
 
     def __enter__(self) -> None:
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        ):
-            self._previous = signal.signal(signal.SIGINT, self._hold)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, _ in INTERRUPT_SIGNALS:
+            if signal.getsignal(signum) is interrupt_handler(signum):
+                self._previous[signum] = signal.signal(signum, self._hold)
 
     def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            if self._pending and kind is None:
-                raise KeyboardInterrupt
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        if self._pending is not None and kind is None:
+            raise self._pending
 
 
 def sample(

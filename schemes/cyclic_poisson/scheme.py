@@ -148,7 +148,10 @@ class CyclicPoisson(SchemeBase):
         return math.ceil(self.n_steps / self.min_sep)
 
     def dp_event(self, strategy: Strategy, sigma: float) -> DpEvent:
-        """``ceil(n/b)``-fold composition of the Poisson(q)-subsampled Gaussian(sigma)."""
+        """``ceil(n/b)``-fold composition of the Poisson(q)-subsampled Gaussian (docs/math.md
+        §4): every column of the worst group taken whole, as the paper accounts it. When the
+        last column is cut at step n (:meth:`last_column_norm` < 1) this dominates the exact
+        event, and :meth:`dp_event_is_exact` says so."""
         from dp_accounting import dp_event as events
 
         self._require_bands(strategy)
@@ -157,6 +160,22 @@ class CyclicPoisson(SchemeBase):
             events.PoissonSampledDpEvent(self.group_rate, events.GaussianDpEvent(sigma)),
             self.compositions,
         )
+
+    def last_column_norm(self, strategy: Strategy) -> float:
+        """``||c[:r]|| / ||c||`` with ``r = n - (ceil(n/b) - 1) b``: the norm of group 0's
+        last column, cut at step n (1 when it is whole)."""
+        c = np.asarray(acc.coefficients(strategy), dtype=float)
+        rows = self.n_steps - (self.compositions - 1) * self.min_sep
+        if rows >= c.size:
+            return 1.0
+        return min(1.0, math.sqrt(float(np.dot(c[:rows], c[:rows])) / float(np.dot(c, c))))
+
+    def dp_event_is_exact(self, strategy: Strategy) -> bool:
+        """False for ``partition = "random"``, whose uniform phase the fixed-partition event
+        ignores (docs/math.md §4.1), and when group 0's last column is cut at step n, which
+        the whole-column event ignores (§4): :meth:`dp_event` is then an upper bound, and
+        results say so. True otherwise (the fixed-partition model, exactly)."""
+        return self.partition == "equal" and self.last_column_norm(strategy) >= 1.0
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """Random-phase Monte Carlo loss (docs/math.md §4.1), for ``partition = "random"`` only.

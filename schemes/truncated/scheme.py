@@ -236,3 +236,7 @@ class Truncated(SamplingScheme):
             )
         event: DpEvent = hook(strategy, sigma, self.dataset_size, self.max_batch_size)
         return event
+
+    def dp_event_is_exact(self, strategy: Strategy) -> bool:
+        """The base's answer: its truncated event composes the same columns as its own."""
+        return self.base.dp_event_is_exact(strategy)

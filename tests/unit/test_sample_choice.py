@@ -69,14 +69,15 @@ def test_precision_is_refused_where_it_cannot_apply(
 
 @pytest.fixture
 def hundred_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every plan is estimated at 100 s for the default-precision samples (no timing)."""
+    """Every plan is estimated at 100 s for the default-precision samples (no timing, and no
+    load: the plan's workers are taken as free cores)."""
     real = MonteCarloAccountant.plan
     full = samples_for_precision(1e-2, 0.05, candidates=8)
 
     def plan(self: MonteCarloAccountant, *args: Any, **kwargs: Any) -> Any:
         found = real(self, *args, **kwargs, measure=False)
         per = 100.0 / (full * 2.5)  # samples of both directions, pilot = samples / 4
-        return attrs.evolve(found, draw_seconds=per, eval_seconds=0.0)
+        return attrs.evolve(found, draw_seconds=per, eval_seconds=0.0, cores=None)
 
     monkeypatch.setattr(MonteCarloAccountant, "plan", plan)
 
