@@ -64,8 +64,8 @@ DIRECT_MEASURE_MAX_BANDS = 128
 #: FFT lengths of overlap-save tried, as multiples of the band count.
 OVERLAP_MULTIPLES = (2, 4, 8, 16)
 #: Repetitions of each candidate when measuring (the best counts: load only slows a run down).
-#: Under load 5 picked plans 10 % slower than the best in some processes; 15 picked the same
-#: plan every time and cost under a second once per machine (docs/performance.md).
+#: Under load 5 sometimes picked a slower plan; 15 picked the same one every time, for under a
+#: second once per machine (docs/performance.md).
 REPEATS = 15
 
 
