@@ -382,12 +382,13 @@ def measure_case(
             )
     return {"case": case.name, "n_steps": case.n_steps, "bands": case.bands,
             "samples": case.samples, "models": rows, "skipped": skipped,
-            "normals": normals, "correlation": correlation_of(case)}  # fmt: skip
+            "normals": normals,
+            "correlation": correlation_of(case) if backend.name == "numpy" else None}  # fmt: skip
 
 
 def correlation_of(case: Case) -> str:
     """How the host kernels correlate the noise at ``case`` (this machine's plan, as results
-    record it): method, FFT length and engine."""
+    record it): method, FFT length and engine (None on a GPU backend)."""
     from minsep.schemes.kernels.blocks import effective_coefficients
     from minsep.schemes.kernels.fused import noise_plan
 
