@@ -388,7 +388,7 @@ def measure_case(
 
 def correlation_of(case: Case) -> str:
     """How the host kernels correlate the noise at ``case`` (this machine's plan, as results
-    record it): method, FFT length and engine (None on a GPU backend)."""
+    record it): method, FFT length and engine (a GPU backend records None instead)."""
     from minsep.schemes.kernels.blocks import effective_coefficients
     from minsep.schemes.kernels.fused import noise_plan
 
