@@ -634,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 3
     only = args.models.split(",") if args.models else None
-    load_start = _load()
+    load_start, measured_commit = _load(), bench_docs.commit()  # the code measured
     model_rows = [measure_case(case, backend, repeats, args.sigma, only) for case in cases]
     engine_rows = []
     workers = resolve_workers(args.workers) if backend.name == "numpy" else 1  # one GPU: no pool
@@ -649,7 +649,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeats": repeats,
         "machine": bench_docs.machine(),
         "versions": bench_docs.versions(),
-        "commit": bench_docs.commit(),
+        "commit": measured_commit,
         "load_start": load_start,
         "load_end": _load(),
         "cases": model_rows,
