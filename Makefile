@@ -69,8 +69,9 @@ lint: $(TEST_STAMP)
 	ln -s $(CURDIR)/minsep/testing $(MYPY_TREE)/minsep/testing
 	MYPYPATH=$(MYPY_TREE) $(PY) -m mypy -p minsep
 
+# Prints the throughput and records it in docs/performance.md (machine, date, commit).
 bench: $(TEST_STAMP)
-	$(PY) -m minsep.bench
+	$(PY) -m minsep.bench --docs docs/performance.md
 	$(PY) -m pytest tests/benchmarks --benchmark-only -q -m "not gpu and not slow or slow"
 
 # On a machine with an NVIDIA GPU: install the gpu extra, run the gpu tests, compare the GPU and

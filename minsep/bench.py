@@ -23,9 +23,10 @@ size is listed as skipped, with the reason). Per model:
   run.
 
 ``normals`` (per case): numpy's ``standard_normal`` and the compiled SFC64 kernel the models
-draw their normals with (:mod:`minsep.schemes.kernels.sfc64`: the same numbers, about 3x
-faster), alternated, per second and per CPU-second. The shares above stay relative to numpy's
-rate, the fixed yardstick; a model can therefore run faster than numpy draws its normals.
+draw their normals with (:mod:`minsep.schemes.kernels.sfc64`: the same numbers, faster),
+alternated, per second and per CPU-second. ``share_of_normals`` stays relative to numpy's rate,
+the fixed yardstick (a model can therefore run faster than numpy draws its normals);
+``share_of_compiled_normals`` is the fresh rate over the compiled kernel's.
 
 ``engine``: the Monte Carlo engine (``minsep.framework.montecarlo.sample``) on warm b-min-sep,
 on 1 process and on a ``ProcessExecutor`` of ``--workers`` processes, and the scaling between
@@ -35,10 +36,37 @@ Every figure is the best and the median of ``--repeats`` repetitions, by wall cl
 CPU-second actually used (this process, plus the pool's workers read from /proc): on a shared
 machine the wall-clock figures measure the load as much as the code, the CPU-second ones much
 less so; the shares are ratios of medians per CPU-second. ``--quick`` runs CI-sized problems
-(seconds). A line on stderr announces each model and engine measurement (``--no-progress``:
-none); ``--skip-models A,B`` leaves models out, ``--time-limit SECONDS`` starts no further
-measurement once that time has passed (the rest are listed as skipped). ``--backend cupy``
-times the same models on a GPU (normals then come from cupy's generator; no process pool).
+    load_start, measured_commit = _load(), bench_docs.commit()  # the code measured
+    skip = [label for label in args.skip_models.split(",") if label]
+    deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
+    progress = not args.no_progress
+    model_rows = [
+        measure_case(case, backend, repeats, args.sigma, only,
+                     skip=skip, deadline=deadline, progress=progress)
+        for case in cases
+    ]  # fmt: skip
+    engine_rows = []
+    workers = resolve_workers(args.workers) if backend.name == "numpy" else 1  # one GPU: no pool
+    for case in [] if args.no_engine else cases:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        if progress:
+            print(f"minsep.bench: [{case.name}] engine, 1 and {workers} processes ...",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        engine_rows.append(measure_engine(case, args.backend, workers, repeats, args.sigma))
+    result = {
+        "command": "python -m minsep.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "backend": backend.name,
+        "kernels": kernels,
+        "repeats": repeats,
+        "machine": bench_docs.machine(),
+        "versions": bench_docs.versions(),
+        "commit": measured_commit,
+        "load_start": load_start,
+        "load_end": _load(),
+        "cases": model_rows,
+        "engine": engine_rows,
+    }
 """
 
 from __future__ import annotations
@@ -53,11 +81,13 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
 
+from minsep import bench_docs
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import Direction, PrivacyLossModel, SamplingScheme
@@ -389,9 +419,28 @@ def measure_case(
                 row["log_ratio_cpu"].median / reference["log_ratio_cpu"].median
             )
     normals = measure_normals(case, backend, repeats) if backend.name != "cupy" else {}
+    if normals:
+        for row in rows.values():
+            row["share_of_compiled_normals"] = (
+                row["fresh_cpu"].median / normals["compiled_cpu"].median
+            )
     return {"case": case.name, "n_steps": case.n_steps, "bands": case.bands,
             "samples": case.samples, "models": rows, "skipped": skipped,
-            "normals": normals}  # fmt: skip
+            "normals": normals,
+            "correlation": correlation_of(case) if backend.name == "numpy" else None}  # fmt: skip
+
+
+def correlation_of(case: Case) -> str:
+    """How the host kernels correlate the noise at ``case`` (this machine's plan, as results
+    record it): method, FFT length and engine (a GPU backend records None instead)."""
+    from minsep.schemes.kernels.blocks import effective_coefficients
+    from minsep.schemes.kernels.fused import noise_plan
+
+    bands = int(effective_coefficients(catalan_coefficients(case.bands), case.n_steps).size)
+    plan = noise_plan(case.n_steps, bands)
+    if plan.method == "direct":
+        return "direct sums"
+    return f"{plan.method}, FFT length {plan.length}, {plan.engine}"
 
 
 def measure_engine(
@@ -508,14 +557,15 @@ def report(case_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -
         lines.append(f"\n[{case['case']}]  {case['samples']} samples per repetition")
         lines.append(
             f"  {'model':<28} {'kernels':<7} {'fresh/CPU-s':>11} {'log-ratio':>10} "
-            f"{'x normals':>9} {'x b-min-sep':>11} {'fused x normals':>15}"
+            f"{'x normals':>9} {'x compiled':>10} {'x b-min-sep':>11} {'fused x normals':>15}"
         )
         for label, row in case["models"].items():
             share = row.get("share_of_b_min_sep", math.nan)
+            compiled = row.get("share_of_compiled_normals", math.nan)
             lines.append(
                 f"  {label:<28} {row['kernels']:<7} {row['fresh_cpu'].median:11.3g} "
                 f"{row['log_ratio_cpu'].median:10.3g} {row['share_of_normals']:9.2f} "
-                f"{share:11.2f} {row['fused_share_of_normals']:15.2f}"
+                f"{compiled:10.2f} {share:11.2f} {row['fused_share_of_normals']:15.2f}"
             )
         for label, reason in case["skipped"].items():
             lines.append(f"  {label:<28} skipped: {reason}")
@@ -526,6 +576,8 @@ def report(case_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -
                 f"  normals per CPU-second: numpy {numpy_rate:.3g}, compiled SFC64 (what the "
                 f"models draw with, same numbers) {compiled:.3g} = {compiled / numpy_rate:.2f}x"
             )
+        if case.get("correlation"):
+            lines.append(f"  correlation: {case['correlation']}")
     for row in engine_rows:
         lines.append(f"\n[{row['case']}]  engine, warm b-min-sep, REMOVE only")
         lines.append(f"  1 process          {_rate(row['local'])}")
@@ -550,8 +602,9 @@ def report(case_rows: list[dict[str, Any]], engine_rows: list[dict[str, Any]]) -
                     " on idle cores)"
                 )
     lines.append(
-        "\nfresh/CPU-s, log-ratio: medians per CPU-second; x normals, x b-min-sep: the fresh "
-        "rate over numpy's normal rate and over b-min-sep's, both measured in this run"
+        "\nfresh/CPU-s, log-ratio: medians per CPU-second; x normals, x compiled, x b-min-sep: "
+        "the fresh rate over numpy's normal rate, the compiled SFC64 rate and b-min-sep's, all "
+        "measured in this run"
     )
     return "\n".join(lines)
 
@@ -610,6 +663,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the figures, machine, date and commit into PATH's generated section "
+        "(docs/performance.md)",
+    )
+    parser.add_argument(
         "--require-kernels",
         choices=KERNEL_SETS,
         default=None,
@@ -630,6 +691,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 3
     only = args.models.split(",") if args.models else None
+    load_start, measured_commit = _load(), bench_docs.commit()  # the code measured
     skip = [label for label in args.skip_models.split(",") if label]
     deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
     progress = not args.no_progress
@@ -647,22 +709,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"minsep.bench: [{case.name}] engine, 1 and {workers} processes ...",
                   file=sys.stderr, flush=True)  # fmt: skip
         engine_rows.append(measure_engine(case, args.backend, workers, repeats, args.sigma))
+    result = {
+        "command": "python -m minsep.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+        "backend": backend.name,
+        "kernels": kernels,
+        "repeats": repeats,
+        "machine": bench_docs.machine(),
+        "versions": bench_docs.versions(),
+        "commit": measured_commit,
+        "load_start": load_start,
+        "load_end": _load(),
+        "cases": model_rows,
+        "engine": engine_rows,
+    }
     if args.json:
-        result = {
-            "command": "python -m minsep.bench " + " ".join(argv or sys.argv[1:]),
-            "backend": backend.name,
-            "kernels": kernels,
-            "repeats": repeats,
-            "cases": model_rows,
-            "engine": engine_rows,
-        }
         print(json.dumps(_jsonable(result), indent=2))
     else:
         quick = ", quick" if args.quick else ""
         print(f"minsep.bench: backend {backend.name}, kernels {kernels}, {os.cpu_count()} CPUs "
-              f"visible, repeats {repeats}{quick}, load average {_load()} at start")  # fmt: skip
+              f"visible, repeats {repeats}{quick}, load average {load_start} at start")  # fmt: skip
         print(report(model_rows, engine_rows))
-        print(f"\nload average {_load()} at end (other processes share these CPUs)")
+        print(f"\nload average {result['load_end']} at end (other processes share these CPUs)")
+    if args.docs is not None:
+        bench_docs.update(args.docs, bench_docs.render(_jsonable(result)))
     return 0
 
 

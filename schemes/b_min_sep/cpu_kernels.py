@@ -71,7 +71,7 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
     factor ``2^m`` assembled from its exponent bits. Within 2 ulp of the correctly rounded value.
     ``m`` is rounded by adding :data:`_SHIFTER` (its float64 sum holds ``m`` in the low mantissa
     bits), so that no float-to-integer conversion is needed: AVX2 has no packed one, and with it
-    the loop ran scalar (3.1 against 2.0 ns per element on an AVX2 core). ``bits``: int64
+    the loop ran scalar (the measured cost: docs/performance.md). ``bits``: int64
     scratch of at least n values.
     """
     bad = 0

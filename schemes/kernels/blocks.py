@@ -20,8 +20,8 @@ from scipy import fft as host_fft
 from minsep.framework.errors import ConfigurationError
 
 #: Up to this many (effective) bands, sliding products use the direct O(n k) sum; above it,
-#: an FFT of length ~n + k (O(n log n)). The numpy crossover measured at 10^6-10^7 entries lies
-#: between 6 and 12 bands (tests/benchmarks/test_loss_kernels.py).
+#: an FFT of length ~n + k (O(n log n)); numpy's crossover lies at a few bands, measured by
+#: tests/benchmarks/test_loss_kernels.py (figures: docs/performance.md).
 DIRECT_MAX_BANDS = 8
 
 METHODS = ("auto", "direct", "fft")

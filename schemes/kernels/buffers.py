@@ -2,10 +2,11 @@
 
 A chunk's transcript (64 MiB at 8192 samples of n = 1024) lies above the allocator's mmap
 threshold, so a fresh array is mapped and zero-filled page by page by the kernel on every
-chunk (10-17 % of the CPU time of a draw was system time). :func:`reusable` hands out an array
-of the pool that **nothing else references any more** (CPython's reference count: the pool's
-own reference only; a transcript, a view or a variable holding the array keeps it out of
-reach), and allocates a new one otherwise, so a kept transcript is never overwritten.
+chunk (a measurable share of a draw's CPU time went to system time: docs/performance.md).
+:func:`reusable` hands out an array of the pool that **nothing else references any more**
+(CPython's reference count: the pool's own reference only; a transcript, a view or a variable
+holding the array keeps it out of reach), and allocates a new one otherwise, so a kept
+transcript is never overwritten.
 
 Pools are per thread (a Dask worker's threads each have theirs; processes never share one)
 and keep at most :data:`POOL_SIZE` arrays, least recently used dropped first (a dropped array

@@ -9,15 +9,15 @@
 * ``fft``: one real FFT pair of length ``>= n + k - 1`` per row.
 
 The FFT methods run on numpy's pocketfft (engine ``numpy``) or, where the optional ``fftw``
-extra (pyfftw) is installed, on FFTW (engine ``fftw``, :mod:`.fftw_correlation`: 1.7x faster
-transforms on the AVX2 core measured).
+extra (pyfftw) is installed, on FFTW (engine ``fftw``, :mod:`.fftw_correlation`: faster
+transforms where measured, docs/performance.md).
 
 All three compute the same sums (FFTs to about 1e-15 relative, ``tests/unit/test_correlation.py``
 pins 1e-12). Which is fastest depends on n, k and the machine (vector width, caches), so
 :func:`plan` times the candidates on one block of the running machine, once per (n, k) and
 process, instead of trusting a crossover measured elsewhere. With k <= :data:`ALWAYS_DIRECT`
 the direct sum wins on every machine measured (an FFT pair costs more than 16 bands of direct
-sums), so it is taken without measuring.
+sums; docs/performance.md), so it is taken without measuring.
 
 The environment variable ``MINSEP_CORRELATION`` overrides the measurement: ``direct``,
 ``overlap`` or ``fft`` force a method (on numpy's engine), ``fixed`` takes the deterministic
@@ -56,15 +56,17 @@ METHODS = ("direct", "overlap", "fft")
 CHOICES = ("measure", "fixed", *METHODS)
 #: Up to this many bands the direct sum is taken without measuring.
 ALWAYS_DIRECT = 16
-#: The deterministic rule's crossover (measured on a Zen 4 core with AVX-512: 64-128 bands).
+#: The deterministic rule's crossover (where it was measured: docs/performance.md).
 FIXED_DIRECT_MAX_BANDS = 64
-#: Bands above which the direct sum is not even measured (O(n k): at 0.1 ns per band and step
-#: it costs more than an FFT pair beyond about 100 bands).
+#: Bands above which the direct sum is not even measured (O(n k): it costs more than an FFT pair
+#: beyond about 100 bands on the machines measured, docs/performance.md).
 DIRECT_MEASURE_MAX_BANDS = 128
 #: FFT lengths of overlap-save tried, as multiples of the band count.
 OVERLAP_MULTIPLES = (2, 4, 8, 16)
 #: Repetitions of each candidate when measuring (the best counts: load only slows a run down).
-REPEATS = 5
+#: Under load 5 sometimes picked a slower plan; 15 picked the same one every time, for under a
+#: second once per machine (docs/performance.md).
+REPEATS = 15
 
 
 def choice(environ: Mapping[str, str] | None = None) -> str:

@@ -5,9 +5,8 @@ Same sums as numpy's engine (``out[r, i] = sum_{j < k, i + j < n} c_j z[r, i + j
 length N (a strided view: segment ``s`` starts at ``s L``, ``L = N - k + 1``; one segment of
 length ``N >= n + k - 1`` for the long FFT), transformed by one batched real FFT, multiplied by
 ``conj(rfft(c, N)) / N`` and transformed back; the first L values of each segment are outputs.
-On the AVX2 core this was measured on, FFTW's transforms took 1.4-2.0 ns per point against
-2.3-2.9 for numpy's pocketfft, and a whole correlation at n = 7200, k = 256 5.2 ns per step
-against 9.0 (``python -m minsep.bench`` shows the effect on every model).
+FFTW's transforms are faster than numpy's pocketfft where measured (docs/performance.md;
+``python -m minsep.bench`` shows the effect on every model).
 
 **Determinism.** Plans are made with ``FFTW_ESTIMATE``: FFTW picks its algorithm by heuristics,
 not by timing, so every process on a machine computes the same bits (``FFTW_MEASURE`` may pick

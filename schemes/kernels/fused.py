@@ -48,11 +48,10 @@ from minsep.schemes.kernels.buffers import reusable
 KERNEL_DIRECT_MAX_BANDS = correlation.FIXED_DIRECT_MAX_BANDS
 
 #: Target elements per normal block with direct correlation (512 KiB of float64: half the
-#: per-block overhead of 2^15 rows; fused b-min-sep at n = 1024 measured 0.62-0.63 -> 0.65-0.69
-#: of the normal rate on an AVX2 core).
+#: per-block overhead of 2^15 rows; the measured effect: docs/performance.md).
 BLOCK_ELEMENTS = 1 << 16
-#: Target elements per block with FFT correlation: batched transforms of ~16 rows run about 7%
-#: faster than of 4 (measured at n = 7200), for 3 MiB of block, spectrum and inverse.
+#: Target elements per block with FFT correlation: batched transforms of ~16 rows run faster
+#: than of 4 (at n = 7200, docs/performance.md), for 3 MiB of block, spectrum and inverse.
 FFT_BLOCK_ELEMENTS = 1 << 17
 
 
@@ -125,7 +124,7 @@ def drawn_blocks(
     blocks of ``rows`` rows, as ``(first row, block)`` pairs: the same numbers in the same order
     (numpy fills row-major), drawn into one reused buffer when ``rng`` exposes its Generator
     (each block then valid until the next is asked for), by the compiled SFC64 kernels of
-    :mod:`.sfc64` where they reproduce the generator (about 3x faster normals)."""
+    :mod:`.sfc64` where they reproduce the generator (faster normals: docs/performance.md)."""
     rows = min(rows, max(1, n_samples))
     generator = generator_of(rng)
     buffer = reusable((rows, n_steps), role=draw)

@@ -97,8 +97,8 @@ def chain_steps(
 
     ``ln(1 - u)`` is computed as ``log(1 - u)``: numpy's uniforms are multiples of 2^-53 in
     [0, 1), so ``1 - u`` is exact and the one rounding is the logarithm's, as in ``log1p(-u)``;
-    numpy's ``log`` is vectorised and ``log1p`` is not (4.8 against 14 ns per value on an AVX2
-    core, a twelfth of a b-min-sep draw at n = 1024, rate 1/16).
+    numpy's ``log`` is vectorised and ``log1p`` is not (the measured difference:
+    docs/performance.md).
 
     Stream: ``S`` uniforms for s_0 (warm only), then rounds: round r draws one uniform for each
     sample whose chain is still inside the horizon after r - 1 gaps, in sample order, until no

@@ -3,10 +3,10 @@
 generator's state handed back afterwards, so that whatever draws next from the generator sees
 the state numpy itself would have left.
 
-Why: numpy fills an array by calling its generator through a function pointer once per number
-(about 9 ns per normal on the 2-core CI machine); the same algorithm compiled into one loop
-with the four state words in registers runs about 3x faster (under 3 ns), and every loss model
-that draws normals gains that much per sample·step.
+Why: numpy fills an array by calling its generator through a function pointer once per
+number; the same algorithm compiled into one loop with the four state words in registers runs
+several times faster, and every loss model that draws normals gains that much per sample·step
+(``python -m minsep.bench`` measures both; figures: docs/performance.md).
 
 The algorithms are numpy's:
 
