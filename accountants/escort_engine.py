@@ -312,6 +312,22 @@ class EscortProposal:
         orders = self.orders if self.order is None else (self.order,)
         return escort_setups(model, sigma, orders, self.max_states)
 
+    def unavailable(self, model: PrivacyLossModel) -> str | None:
+        """Why this escort cannot serve ``model`` at any sigma (None when it may): the model
+        has no participation chain, or no order's state array ``(b + 1)^lam`` fits
+        ``max_states``. Sigma-dependent refusals (a pass that overflows, a support bound above
+        1) are only known at a sigma: :meth:`setups`, :meth:`sweep_plan`."""
+        if not isinstance(model, EscortTarget):
+            return f"{type(model).__name__} has no participation chain"
+        orders = self.orders if self.order is None else (self.order,)
+        min_sep = model.participation_chain().min_sep
+        if all(moments.stored_states(min_sep, lam) > self.max_states for lam in orders):
+            return (
+                f"no order of {tuple(orders)} fits max_states = {self.max_states} at min-sep "
+                f"{min_sep} ((b + 1)^lam states)"
+            )
+        return None
+
     # -- epsilon -------------------------------------------------------------------------
 
     def certify_epsilon(
@@ -592,12 +608,12 @@ class EscortProposal:
     ) -> SweepCalibration:
         """Algorithm 5 with escort draws: walk the sweep, stop at the first failure.
 
-        One order (the best at the sweep's middle sigma) and one scale ``s* = max_i
-        s_lam(sigma_i, eps)`` for every entry, so ``E[W_i / s*] = delta_i / s*`` is
-        non-increasing along the sweep and one Fact 4.2 event covers it (module docstring of
-        :mod:`~minsep.framework.montecarlo.calibration`). Entries whose bound ``s_i <= delta``
-        pass without sampling (they form a prefix). Each sampled entry has its own draws
-        (``R_lam`` depends on sigma), stage ``escort calibrate i``.
+        One order (:meth:`sweep_order`: the smallest largest support bound over the sweep)
+        and one scale ``s* = max_i s_lam(sigma_i, eps)`` for every entry, so ``E[W_i / s*] =
+        delta_i / s*`` is non-increasing along the sweep and one Fact 4.2 event covers it
+        (module docstring of :mod:`~minsep.framework.montecarlo.calibration`). Entries whose
+        bound ``s_i <= delta`` pass without sampling (they form a prefix). Each sampled entry
+        has its own draws (``R_lam`` depends on sigma), stage ``escort calibrate i``.
         """
         start = time.perf_counter()
         values = _check_sweep(sweep)
@@ -607,9 +623,8 @@ class EscortProposal:
         )
         config = config or EngineConfig()
         eps = float(epsilon)
-        order = choose_setup(self.setups(model, values[len(values) // 2]), eps).order
-        setups = [escort_setups(model, s, (order,), self.max_states)[0] for s in values]
-        log_scale = max(s.log_support(eps) for s in setups)
+        setups, log_scale = self.sweep_plan(model, values, eps)
+        order = setups[0].order
         scale = _scale(log_scale, order, eps)
         x_b = base_delta(samples, min(delta / scale, 0.5))
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
@@ -683,6 +698,34 @@ class EscortProposal:
             seconds=time.perf_counter() - start,
             proposal=ProposalInfo("escort", order, setups[-1].log_z, scale, handled),
         )
+
+    def sweep_order(self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float) -> int:
+        """The order minimising the largest support bound ``max_i s_lam(sigma_i, eps)`` over
+        ``sweep`` (docs/rdp-escort.md §8, calibration).
+
+        ``Z_lam`` is non-increasing in sigma (adding independent Gaussian noise is one Markov
+        kernel applied to both P and Q, so the Renyi divergence cannot grow), hence the largest
+        bound of an order is its bound at the sweep's smallest sigma; orders are compared there.
+        The choice only affects cost, never soundness: the scale is still the maximum over
+        every entry, computed for the chosen order. ConfigurationError when no order is
+        affordable at the smallest sigma.
+        """
+        lowest = min(float(s) for s in sweep)
+        return choose_setup(self.setups(model, lowest), float(epsilon)).order
+
+    def sweep_plan(
+        self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float
+    ) -> tuple[list[EscortSetup], float]:
+        """The escorts of a calibration sweep, one per entry at :meth:`sweep_order`'s order,
+        and the common ``ln s* = max_i ln s_lam(sigma_i, eps)``; computed before any draw.
+        ConfigurationError when no order is affordable at every entry or ``s* > 1`` (the
+        escort cannot beat plain sampling there)."""
+        eps = float(epsilon)
+        order = self.sweep_order(model, sweep, eps)
+        setups = [escort_setups(model, s, (order,), self.max_states)[0] for s in sweep]
+        log_scale = max(s.log_support(eps) for s in setups)
+        _scale(log_scale, order, eps)
+        return setups, log_scale
 
     def locate_sigma(
         self,

@@ -26,7 +26,7 @@ import numpy as np
 from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend
-from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
     PrivacyLossModel,
@@ -137,6 +137,26 @@ def _proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
         f"weights W / s verified with support bound s = {info.support:.4g} (Fact 4.2 on W/s; "
         f"the released delta is s times the folded bound); {add}.",
     )
+
+
+def _fallback_note(error: Exception) -> str:
+    """The note of an ``auto`` run that chose the escort and fell back to plain sampling."""
+    return (
+        f"proposal: plain (auto fell back): the escort cannot run at this question ({error}); "
+        "plain sampling answered it."
+    )
+
+
+def _plain_after_escort(samples: int, delta: float, candidates: int, error: Exception) -> None:
+    """Refuse, naming both routes, when the plain fallback cannot certify ``delta`` with
+    ``samples`` either (nothing is returned when it can)."""
+    try:
+        base_delta(samples, delta, candidates=candidates)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"{exc}; proposal 'auto' tried the escort first, which cannot run here: {error}",
+            parameter="samples",
+        ) from exc
 
 
 def _estimate_index(deltas: tuple[float, ...], delta: float) -> int:
@@ -531,6 +551,9 @@ class MonteCarloAccountant(Accountant):
             return EscortProposal(), ("proposal: escort (requested).",)
         if not supported:
             return None, ()
+        unavailable = EscortProposal().unavailable(model)
+        if unavailable is not None:
+            return None, (f"proposal: plain (auto): the escort cannot run here: {unavailable}.",)
         if delta is not None:
             try:
                 base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
@@ -573,7 +596,8 @@ class MonteCarloAccountant(Accountant):
             base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
         self._start_workers(model, float(sigma))
         self._announce(model, "epsilon", float(sigma))
-        cert = certify_epsilon(
+        ask = functools.partial(
+            certify_epsilon,
             model,
             sigma,
             delta,
@@ -581,9 +605,16 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
             seed=seed,
             config=self._config(model),
-            proposal=proposal,
             bound=self.bound,
         )
+        try:
+            cert = ask(proposal=proposal)
+        except ConfigurationError as exc:
+            if proposal is None or self.proposal != "auto":
+                raise
+            why = (*why, _fallback_note(exc))  # refused before any verification draw
+            _plain_after_escort(self.samples, float(delta), len(DEFAULT_LADDER), exc)
+            cert = ask(proposal=None)
         return EpsilonResult(
             **self._provenance(question, model),
             notes=self._notes(model, (*cert.notes(), *why, *_proposal_notes(cert.proposal))),
@@ -653,6 +684,12 @@ class MonteCarloAccountant(Accountant):
         proposal, why = self._proposal(model, None, delta, float(epsilon))
         self._start_workers(model, 1.0)
         self._announce(model, "calibrate", 1.0)
+        centre = None
+        if proposal is not None and self.proposal == "auto":
+            centre, failure = self._escort_centre(model, proposal, epsilon, delta, seed, config)
+            if failure is not None:
+                _plain_after_escort(self.samples, float(delta), 1, failure)
+                proposal, why = None, (*why, _fallback_note(failure))
         if proposal is None:
             delta_b = base_delta(self.samples, delta)
             centre = locate_sigma(
@@ -665,7 +702,7 @@ class MonteCarloAccountant(Accountant):
                 low=self.sigma_low,
                 high=self.sigma_high,
             )
-        else:
+        elif centre is None:
             centre = proposal.locate_sigma(
                 model,
                 epsilon,
@@ -729,6 +766,38 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
             sigma_estimate=sweep[max(estimate, result.index)],
         )
+
+    def _escort_centre(
+        self,
+        model: PrivacyLossModel,
+        proposal: EscortProposal,
+        epsilon: float,
+        delta: float,
+        seed: int,
+        config: EngineConfig,
+    ) -> tuple[float | None, Exception | None]:
+        """``proposal="auto"`` chose the escort for a calibration: its pilot's centre, or the
+        reason it cannot run (then the caller falls back to plain sampling). The escort is
+        tried at ``sigma_high``, then its pilot centres the sweep and :meth:`~minsep.
+        accountants.escort_engine.EscortProposal.sweep_plan` checks an order serves every
+        entry with a support bound below 1. All of this is pilot work (stream 0); no
+        verification draw is spent before the route is fixed."""
+        try:
+            proposal.setups(model, self.sigma_high)
+            centre = proposal.locate_sigma(
+                model,
+                epsilon,
+                delta / 2.0,
+                samples=self._pilot(),
+                seed=seed,
+                config=config,
+                low=self.sigma_low,
+                high=self.sigma_high,
+            )
+            proposal.sweep_plan(model, self._sweep(centre), float(epsilon))
+        except (ConfigurationError, CalibrationError) as exc:
+            return None, exc
+        return centre, None
 
     def curve(
         self,
