@@ -71,6 +71,7 @@ __all__ = [
     "choose_setup",
     "escort_sample",
     "escort_setups",
+    "measure_escort_seconds",
 ]
 
 #: Orders the automatic choice considers (those whose state array fits ``max_states``).
@@ -84,6 +85,9 @@ SUPPORT_SLACK = 1e-9
 PILOT_GRID = 2001
 #: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
 CHUNK_ELEMENTS = 1 << 24
+#: The escort rate probe stops at a probe this long (seconds) or this many draws.
+PROBE_SECONDS = 0.1
+PROBE_DRAWS = 2048
 
 
 class _Target(Protocol):
@@ -815,6 +819,36 @@ class EscortProposal:
         mean, se = _mean([tally], 0)
         scale = _scale(log_scale, setup.order, float(epsilon))
         return mean * scale, se * scale, setup
+
+
+def measure_escort_seconds(
+    model: PrivacyLossModel, setup: EscortSetup, *, max_states: int = moments.DEFAULT_MAX_STATES
+) -> tuple[float, float]:
+    """``(seconds per escort sampling call, seconds per draw)`` at ``setup``: the fixed cost of
+    one call (its forward pass) and the cost of each draw (the tuple law's backward walk, the
+    outputs and ln u), timed in this process on its own seed (never a run's). A one-draw
+    warm-up compiles the backward walk; then one draw and ``8, 32, 128, ...`` draws are timed
+    until the draws beyond the first take :data:`PROBE_SECONDS` or :data:`PROBE_DRAWS` is
+    reached. The escort
+    engine's rates for plans, in place of the plain engine's probe."""
+    quiet = EngineConfig(progress=False)
+
+    def timed(size: int) -> float:  # CPU time of this process: robust to other load
+        start = time.process_time()
+        escort_sample(
+            model, setup, (0.0,), setup.log_support(0.0), n_samples=size, seed=1 << 31,
+            stream=0, config=quiet, description="escort rate probe", max_states=max_states,
+        )  # fmt: skip
+        return time.process_time() - start
+
+    timed(1)
+    fixed, size = timed(1), 8
+    while True:
+        seconds = timed(size)
+        if seconds - fixed >= PROBE_SECONDS or size >= PROBE_DRAWS:
+            per_draw = max(seconds - fixed, 0.0) / (size - 1)
+            return fixed, max(per_draw, seconds / size / 100)
+        size *= 4
 
 
 def _scale(log_scale: float, order: int, epsilon: float) -> float:

@@ -24,6 +24,7 @@ import attrs
 import numpy as np
 
 from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
+from minsep.accountants.routes import Route
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend
 from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
@@ -493,8 +494,19 @@ class MonteCarloAccountant(Accountant):
         draw, evaluate = call_on_worker(self._executor(), probe)
         return attrs.evolve(plan, draw_seconds=draw, eval_seconds=evaluate)
 
-    def _announce(self, model: PrivacyLossModel, question: str, sigma: float) -> RunPlan:
-        """Plan ``question``, log the plan (and the estimate), refuse it over ``max_seconds``."""
+    def _announce(
+        self,
+        model: PrivacyLossModel,
+        question: str,
+        sigma: float,
+        proposal: EscortProposal | None = None,
+        epsilon: float = 0.0,
+    ) -> RunPlan | None:
+        """Plan ``question``, log the plan (and the estimate), refuse it over ``max_seconds``;
+        an escort run is planned with the escort engine's rates (:meth:`_announce_escort`)."""
+        if proposal is not None:
+            self._announce_escort(model, question, sigma, proposal, epsilon)
+            return None
         plan = self._plan(model, question, sigma, measure=False)
         plan_log.info("plan: %s", plan.describe_work())
         free = available_memory()
@@ -520,6 +532,59 @@ class MonteCarloAccountant(Accountant):
                 parameter="max_seconds",
             )
         return plan
+
+    def _announce_escort(
+        self,
+        model: PrivacyLossModel,
+        question: str,
+        sigma: float,
+        proposal: EscortProposal,
+        epsilon: float,
+    ) -> None:
+        """Log an escort run's plan, timed with the escort's own rate, and refuse it over
+        ``max_seconds`` (:func:`~minsep.accountants.routes.escort_plan`)."""
+        from minsep.accountants.routes import escort_plan
+
+        if self.max_seconds is None and not plan_log.isEnabledFor(logging.INFO):
+            return
+        text, estimate = escort_plan(self, model, proposal, question, sigma, epsilon)
+        plan_log.info("plan: %s", text)
+        if self.max_seconds is not None and estimate is not None and estimate > self.max_seconds:
+            raise ConfigurationError(
+                f"MonteCarloAccountant.max_seconds = {self.max_seconds!r} is exceeded: {text}; "
+                f"must be >= {estimate:.3g} for this question (or use fewer samples or more "
+                "workers)",
+                parameter="max_seconds",
+            )
+
+    def route(
+        self,
+        scheme: SamplingScheme,
+        strategy: Strategy,
+        question: str,
+        numbers: dict[str, float],
+        precision: float,
+        max_seconds: float | None = None,
+    ) -> tuple[MonteCarloAccountant, Route]:
+        """This accountant with the proposal and samples of the cheaper sound route for
+        ``question`` at ``precision`` (:func:`~minsep.accountants.routes.choose_route`), and
+        the route; a refused route (over ``max_seconds``) leaves the accountant unchanged."""
+        from minsep.accountants.routes import CANDIDATES, choose_route
+        from minsep.framework.montecarlo.precision import samples_for_precision
+
+        model = self._model(scheme, strategy)
+        delta = float(numbers["delta"])
+        plain_m = samples_for_precision(delta, precision, candidates=CANDIDATES[question])
+        sigma = float(numbers.get("sigma", 1.0))
+
+        def plain_seconds() -> float | None:
+            plain = attrs.evolve(self, samples=plain_m)
+            return plain.plan(scheme, strategy, question, sigma).estimated_seconds
+
+        route = choose_route(self, model, question, numbers, precision, max_seconds, plain_seconds)
+        if route.refused:
+            return self, route
+        return attrs.evolve(self, samples=route.samples, proposal=route.proposal), route
 
     def _provenance(self, question: Question, model: PrivacyLossModel) -> dict[str, Any]:
         backend = get_backend(self.backend)
@@ -595,7 +660,7 @@ class MonteCarloAccountant(Accountant):
         if proposal is None:  # m large enough?
             base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
         self._start_workers(model, float(sigma))
-        self._announce(model, "epsilon", float(sigma))
+        self._announce(model, "epsilon", float(sigma), proposal)
         ask = functools.partial(
             certify_epsilon,
             model,
@@ -640,7 +705,7 @@ class MonteCarloAccountant(Accountant):
         seed = self._seed()
         proposal, why = self._proposal(model, sigma, None, float(epsilon))
         self._start_workers(model, float(sigma))
-        self._announce(model, "delta", float(sigma))
+        self._announce(model, "delta", float(sigma), proposal, float(epsilon))
         cert = certify_delta(
             model,
             sigma,
@@ -683,7 +748,7 @@ class MonteCarloAccountant(Accountant):
         config = self._config(model)
         proposal, why = self._proposal(model, None, delta, float(epsilon))
         self._start_workers(model, 1.0)
-        self._announce(model, "calibrate", 1.0)
+        self._announce(model, "calibrate", 1.0, proposal, float(epsilon))
         centre = None
         if proposal is not None and self.proposal == "auto":
             centre, failure = self._escort_centre(model, proposal, epsilon, delta, seed, config)

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from minsep.framework import setup
+from minsep.framework.cli.route_choice import choose_route
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
@@ -76,6 +77,9 @@ def choose_samples(
         )
     delta, candidates = float(numbers["delta"]), _CANDIDATES[question]
     target = default_precision if precision is None else float(precision)
+    routed = choose_route(args, accountant, scheme, strategy, question, numbers, target)
+    if routed is not None:  # the accountant chooses its route (plain or escort) itself
+        return routed
     samples = samples_for_precision(delta, target, candidates=candidates)
     accountant = _with_samples(accountant, samples)
     text = (
