@@ -96,6 +96,27 @@ def escort_samples(delta: float, log_support: float, precision: float, candidate
     return max(100, int(ESCORT_MARGIN * need))
 
 
+def _add_first(model: PrivacyLossModel, question: str, numbers: dict[str, float]) -> str | None:
+    """Why the escort cannot save anything, known before its pilot: the add direction needs
+    plain sampling at the target epsilon of a calibration, or at every epsilon up to the
+    escort's own RDP bound at ``delta`` (an upper bound on the certified epsilon)."""
+    threshold = add_threshold(model)
+    if question == "calibrate":
+        epsilon = float(numbers["epsilon"])
+    else:
+        try:
+            setups = EscortProposal().setups(model, float(numbers["sigma"]))
+        except ConfigurationError:
+            return None  # the pilot reports it
+        epsilon = min(s.epsilon_at(math.log(float(numbers["delta"]))) for s in setups)
+    if epsilon >= threshold:
+        return None
+    return (
+        f"the add direction needs plain sampling at epsilon {epsilon:.4g} < ln(1/pi(empty)) = "
+        f"{threshold:.4g}, so the escort saves nothing"
+    )
+
+
 def _escort_estimate(
     accountant: MonteCarloAccountant,
     model: PrivacyLossModel,
@@ -185,6 +206,8 @@ def choose_route(
         why_not = "proposal 'plain' was asked for"
     else:
         why_not = EscortProposal().unavailable(model)
+    if why_not is None:
+        why_not = _add_first(model, question, numbers)
     if why_not is None:
         try:
             config = EngineConfig(progress=False)

@@ -32,19 +32,21 @@ def choose_route(
     question: str,
     numbers: dict[str, float],
     precision: float,
-) -> tuple[Accountant, str] | None:
-    """``accountant`` set to the chosen route and samples, and the line stating them; None
-    when the accountant does not choose routes or the question has no target delta."""
+) -> tuple[Accountant | None, str]:
+    """``(accountant set to the escort route and its samples, the line stating them)``, or
+    ``(None, why plain sampling)`` when the route is plain (the why is empty when the
+    accountant does not choose routes, plain was asked for or the question has no target
+    delta): :mod:`.sample_choice` then chooses the plain samples."""
     route_of = getattr(accountant, "route", None)
     if route_of is None or question not in ROUTED_QUESTIONS:
-        return None
+        return None, ""
     if getattr(accountant, "proposal", None) == "plain":
-        return None
+        return None, ""
     limit = getattr(args, "max_seconds", None)
     chosen, route = route_of(scheme, strategy, question, numbers, precision, limit)
     if route.proposal == "plain" and not route.refused:
         logging.getLogger("minsep.plan").info("plan: route: %s", route.reason)
-        return None  # plain sampling: the samples (and any cut) of .sample_choice
+        return None, route.reason
     if route.refused:
         raise ConfigurationError(
             f"--max-seconds = {limit:g} is too small: {route.reason} (or use more workers, or "

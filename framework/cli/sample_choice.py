@@ -85,9 +85,10 @@ def choose_samples(
         )
     delta, candidates = float(numbers["delta"]), _CANDIDATES[question]
     target = default_precision if precision is None else float(precision)
-    routed = choose_route(args, accountant, scheme, strategy, question, numbers, target)
-    if routed is not None:  # the accountant chooses its route (plain or escort) itself
-        return routed
+    routed, said = choose_route(args, accountant, scheme, strategy, question, numbers, target)
+    if routed is not None:  # the accountant chose the escort route
+        return routed, said
+    why = f"; {said}" if said else ""  # why plain sampling, when the escort was considered
     samples = samples_for_precision(delta, target, candidates=candidates)
     accountant = _with_samples(accountant, samples)
     text = (
@@ -111,7 +112,8 @@ def choose_samples(
         raise ConfigurationError(
             f"--max-seconds = {limit:g} is too small: even at precision {LOOSEST_PRECISION:g} "
             f"({fewest:,} samples per direction) the run is estimated at {need:.3g} s; must be "
-            f">= {need:.3g} (or use more workers, or an exact or deterministic accountant)",
+            f">= {need:.3g} (or use more workers, or an exact or deterministic accountant)"
+            f"{why}",
             parameter="max_seconds",
         )
     reached = precision_of_samples(fitted, delta, candidates=candidates)
