@@ -246,7 +246,7 @@ def choose_route(
         plain = attrs.evolve(plain, seconds=plain_seconds())
         best = min((plain, escort), key=_cost)
     if why_not is not None:
-        best = attrs.evolve(best, reason=f"{best.reason}; not the escort: {why_not}")
+        best = attrs.evolve(best, reason=f"{best.reason}, not the escort: {why_not}")
     return _fit(best, delta, candidates, max_seconds)
 
 
