@@ -32,6 +32,7 @@ import attrs
 
 from minsep.accountants.escort_engine import (
     CHUNK_ELEMENTS,
+    DEFAULT_ORDERS,
     EscortProposal,
     add_threshold,
     choose_setup,
@@ -172,14 +173,20 @@ def _escort_seconds(
     rates: tuple[float, float],
 ) -> float:
     """Estimated seconds of an escort run: every chunk of every sampling call pays the
-    forward pass (``rates[0]``), every draw ``rates[1]``; chunks shared among the workers."""
+    sampler's forward passes (``rates[0]``), every draw ``rates[1]``, chunks shared among the
+    workers; and, in the calling process, the passes that compute ``ln Z`` (about half a
+    chunk's fixed cost each): every order at each locating step and at the sweep's smallest
+    sigma, then the chosen order at every sweep entry (a calibration), or every order once
+    (an epsilon)."""
     fixed, per_draw = rates
     chunk = max(1, min(accountant._chunk(model), CHUNK_ELEMENTS // max(model.n_steps, 1)))
     total = sum(
         -(-size // chunk) * fixed + size * per_draw
         for size in _escort_stages(question, samples, pilot)
     )
-    return total / max(accountant.workers, 1)
+    orders = len(DEFAULT_ORDERS)
+    passes = orders if question != "calibrate" else 15 * orders + len(accountant._sweep(1.0))
+    return total / max(accountant.workers, 1) + passes * fixed / 2
 
 
 def choose_route(
