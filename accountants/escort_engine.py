@@ -828,8 +828,9 @@ def measure_escort_seconds(
     one call (its forward pass) and the cost of each draw (the tuple law's backward walk, the
     outputs and ln u), timed in this process on its own seed (never a run's). A one-draw
     warm-up compiles the backward walk; then one draw and ``8, 32, 128, ...`` draws are timed
-    until the draws beyond the first take :data:`PROBE_SECONDS` or :data:`PROBE_DRAWS` is
-    reached. The escort
+    until the draws beyond the first take :data:`PROBE_SECONDS` and at least the one-draw time
+    (so that its jitter cannot swamp them), or :data:`PROBE_DRAWS` is reached; the time per
+    draw is never taken below a quarter of the last probe's average. The escort
     engine's rates for plans, in place of the plain engine's probe."""
     quiet = EngineConfig(progress=False)
 
@@ -845,9 +846,10 @@ def measure_escort_seconds(
     fixed, size = timed(1), 8
     while True:
         seconds = timed(size)
-        if seconds - fixed >= PROBE_SECONDS or size >= PROBE_DRAWS:
+        # the draws must outweigh the fixed cost, else its jitter swamps them
+        if seconds - fixed >= max(PROBE_SECONDS, fixed) or size >= PROBE_DRAWS:
             per_draw = max(seconds - fixed, 0.0) / (size - 1)
-            return fixed, max(per_draw, seconds / size / 100)
+            return fixed, max(per_draw, seconds / size / 4)
         size *= 4
 
 
