@@ -166,7 +166,7 @@ def _estimate_index(deltas: tuple[float, ...], delta: float) -> int:
     point estimate alone would select (no verification margin, no guarantee)."""
     index = -1
     for i, observed in enumerate(deltas):
-        if observed > delta:
+        if not observed <= delta:  # NaN: an entry the walk never verified (escort)
             break
         index = i
     return index

@@ -582,10 +582,14 @@ def sample_warnings(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> li
     :func:`recommended_samples`: their sigma is inflated by the verification margin, so their
     MSE ratios against exact rows depend on the sample count, not only on the scheme."""
     need = recommended_samples(setup.delta)
+    kept = BASE_DELTA_FRACTION * setup.delta
     out = []
     for samples in sorted({r.samples for r in rows if r.samples is not None}):
         if need is not None and samples >= need:
             continue
+        same = [r for r in rows if r.samples == samples]
+        if all(r.base_delta is not None and r.base_delta >= kept for r in same):
+            continue  # they kept the base delta anyway (escort rows: s x_b, docs/rdp-escort.md)
         bases = [r.base_delta for r in rows if r.samples == samples and r.base_delta]
         base = f" at base delta {fmt(min(bases), 3)}" if bases else ""
         wanted = (

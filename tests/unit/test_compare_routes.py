@@ -102,3 +102,26 @@ def test_the_command_takes_precision_proposal_and_max_seconds() -> None:
 def test_the_command_refuses_precision_with_samples(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", "--steps", "8", "--samples", "2000", "--precision", "0.1"]) == 2
     assert "--precision = 0.1 is invalid with --samples" in capsys.readouterr().err
+
+
+def _row(samples: int, base: float) -> cc.ComparisonRow:
+    return cc.ComparisonRow(
+        family="b_min_sep", label="b-min-sep", scheme="b_min_sep", bands=2, min_sep=4,
+        accountant="monte_carlo", method="monte_carlo", delta=1e-8, sigma=0.9, epsilon=3.0,
+        mse=1.0, samples=samples, base_delta=base,
+    )  # fmt: skip
+
+
+def test_escort_rows_that_kept_the_base_delta_are_not_warned() -> None:
+    setup = ComparisonSetup(n_steps=64, rate=1 / 64, delta=1e-8, epsilon=3.0)
+    assert cc.sample_warnings(setup, [_row(200_247, 5.8e-9)]) == []  # an escort row
+    warned = cc.sample_warnings(setup, [_row(200_247, 1e-10)])  # a plain row, far below
+    assert len(warned) == 1 and "200,247 samples" in warned[0]
+
+
+def test_unwalked_sweep_entries_do_not_pass_the_estimate() -> None:
+    from minsep.accountants.monte_carlo import _estimate_index
+
+    nan = float("nan")
+    assert _estimate_index((1e-9, 2e-9, nan, nan), 1e-8) == 1
+    assert _estimate_index((1e-9, 2e-8, 1e-9), 1e-8) == 0
