@@ -14,9 +14,11 @@ exactly when ``eps >= ln(1 / pi(empty))`` (docs/rdp-escort.md §5, route ``"exac
 below it the Chernoff bound of docs/math.md §10 (route ``"deterministic"``) certifies the add
 direction without a sample wherever it is at most delta (epsilon questions: when its epsilon
 is below every candidate, when plain add draws could not certify delta with the samples given,
-or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them, the candidates
+or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them or more than the
+samples given (a route sized them for the escort), the candidates
 being raised to its epsilon; delta questions: where it is at most the remove direction's
-release; calibration: per sweep entry). Only where it is not
+release; calibration: per sweep entry, entries it does not settle failing where plain add
+draws do not fit). Only where it is not
 enough is the add direction verified by plain Monte Carlo on its own draws (route
 ``"plain"``). A claim fails only if one direction fails, so the released delta is the larger
 of the two directions' bounds.
@@ -331,9 +333,9 @@ class EscortProposal:
             support bound s*: ``min_samples(delta^(1 + r) / s*, delta / s*)`` (docs/math.md
             §7.3 in units of s*); chosen before any verification draw, so Fact 4.2 holds.
             When such a run would sample the add direction on more than
-            :data:`PLAIN_ADD_LIMIT` draws, the bound of docs/math.md §10 certifies it instead
-            and may then bind (the candidates are raised to its epsilon; the notes give the
-            add bound).
+            :data:`PLAIN_ADD_LIMIT` draws or more than ``samples``, the bound of docs/math.md
+            §10 certifies it instead and may then bind (the candidates are raised to its
+            epsilon; the notes give the add bound).
     """
 
     plain = False

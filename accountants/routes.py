@@ -346,7 +346,8 @@ def escort_plan(
     """The plan line of an escort run and its estimated seconds (None when the escort cannot
     be timed at ``sigma``), from the escort engine's own rate
     (:func:`~minsep.accountants.escort_engine.measure_escort_seconds`), with the plain add
-    direction's draws when :func:`add_needs_sampling` (timed by the plain probe)."""
+    direction's draws when :func:`add_needs_sampling` (timed by the plain probe) unless the
+    route chooser already found it needs none."""
     samples, pilot = accountant.samples, accountant._pilot()
     try:
         setups = proposal.setups(model, sigma)
@@ -364,13 +365,17 @@ def escort_plan(
     if question == "calibrate":
         text += f"; a calibration verifies about {WALKED_ENTRIES} sweep entries"
     threshold = add_threshold(model)
-    if question == "epsilon" or add_needs_sampling(model, epsilon):
+    routed = accountant.routed is not None  # the route found the add direction needs no draw
+    if not routed and (question == "epsilon" or add_needs_sampling(model, epsilon)):
         plain = accountant._plan(model, question, sigma, measure=True)
         add = None if plain.estimated_seconds is None else plain.estimated_seconds / 2
         if add is not None:
             when = ""
             if question == "epsilon":  # epsilon is known after the pilot only
-                when = f"if epsilon < ln(1/pi(empty)) = {threshold:.4g}, "
+                when = (
+                    f"if epsilon < ln(1/pi(empty)) = {threshold:.4g} and the bound of "
+                    "docs/math.md §10 does not suffice, "
+                )
             else:
                 seconds += add
             text += f"; plus, {when}the add direction by plain sampling, {format_seconds(add)}"
