@@ -111,3 +111,6 @@ def test_epsilon_runs_the_route_it_chose(capsys: pytest.CaptureFixture[str]) -> 
     assert "by the escort route" in captured.err
     assert "epsilon (escort, order" in captured.err  # the plan used the escort's rates
     assert result["certified_epsilon"] >= result["epsilon"]
+    # the route chose the escort, the caller did not ask for it
+    assert any(n.startswith("proposal: escort (route): escort") for n in result["notes"])
+    assert not any("escort (requested)" in n for n in result["notes"])
