@@ -23,8 +23,8 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 import numpy as np
 
-from minsep.accountants.escort_engine import EscortProposal, EscortTarget, choose_setup
-from minsep.accountants.routes import Route
+from minsep.accountants.escort_engine import EscortProposal, EscortTarget
+from minsep.accountants.routes import Route, auto_proposal
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend, requested_kernels
 from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
@@ -658,32 +658,11 @@ class MonteCarloAccountant(Accountant):
             return self._escort(), ("proposal: escort (requested).",)
         if not supported:
             return None, ()
-        unavailable = EscortProposal().unavailable(model)
-        if unavailable is not None:
-            return None, (f"proposal: plain (auto): the escort cannot run here: {unavailable}.",)
-        if delta is not None:
-            try:
-                base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
-            except ConfigurationError:
-                return self._escort(), (
-                    f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
-                    f"{delta:.3g} with {self.samples} samples; importance sampling from the "
-                    "escort R_lam can (docs/rdp-escort.md §8).",
-                )
-            return None, ()
-        assert sigma is not None
-        try:
-            setups = EscortProposal().setups(model, sigma)
-        except ConfigurationError:
-            return None, ()
-        best = choose_setup(setups, epsilon)
-        if best.log_support(epsilon) < math.log(1e-2):
-            return EscortProposal(), (
-                f"proposal: escort (auto): its support bound s_{best.order}(eps) = "
-                f"{math.exp(best.log_support(epsilon)):.3g} < 1e-2, so its weights vary far "
-                "less than plain samples.",
-            )
-        return None, ()
+        escort, note = auto_proposal(model, self.samples, sigma, delta, epsilon)
+        notes = () if note is None else (note,)
+        if not escort:
+            return None, notes
+        return (self._escort() if delta is not None else EscortProposal()), notes
 
     def _escort(self) -> EscortProposal:
         """The escort proposal, sized by ``precision`` when it is set."""

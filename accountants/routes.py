@@ -46,7 +46,7 @@ from minsep.accountants.escort_engine import (
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo import EngineConfig
-from minsep.framework.montecarlo.bounds import min_samples
+from minsep.framework.montecarlo.bounds import base_delta, min_samples
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
 from minsep.framework.montecarlo.planning import format_seconds
 from minsep.framework.montecarlo.precision import LOOSEST_PRECISION, samples_for_precision
@@ -54,7 +54,7 @@ from minsep.framework.montecarlo.precision import LOOSEST_PRECISION, samples_for
 if TYPE_CHECKING:
     from minsep.accountants.monte_carlo import MonteCarloAccountant
 
-__all__ = ["Route", "add_needs_sampling", "choose_route", "escort_samples"]
+__all__ = ["Route", "add_needs_sampling", "auto_proposal", "choose_route", "escort_samples"]
 
 #: Claims verified per question (the union bound of docs/math.md §7).
 CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
@@ -108,6 +108,47 @@ def add_needs_sampling(
     if bound.delta(eps) <= float(delta):
         return False
     return slack is None or not bound.epsilon(float(delta)) <= eps * (1.0 + slack)
+
+
+def auto_proposal(
+    model: PrivacyLossModel,
+    samples: int,
+    sigma: float | None,
+    delta: float | None,
+    epsilon: float,
+) -> tuple[bool, str | None]:
+    """Whether ``proposal="auto"`` with ``samples`` fixed by the caller takes the escort (the
+    route of a question whose samples were not chosen by :func:`choose_route`), and the note
+    saying why (None: nothing to say). For an epsilon or calibrate question (``delta`` given):
+    where plain sampling cannot certify ``delta`` with ``samples`` at all. For a delta question:
+    where the escort's support bound at ``epsilon`` is below 1e-2 (its weights then vary far
+    less than plain samples). Never where the model has no affordable escort."""
+    unavailable = EscortProposal().unavailable(model)
+    if unavailable is not None:
+        return False, f"proposal: plain (auto): the escort cannot run here: {unavailable}."
+    if delta is not None:
+        try:
+            base_delta(samples, float(delta), candidates=len(DEFAULT_LADDER))
+        except ConfigurationError:
+            return True, (
+                f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
+                f"{delta:.3g} with {samples} samples; importance sampling from the escort "
+                "R_lam can (docs/rdp-escort.md §8)."
+            )
+        return False, None
+    assert sigma is not None
+    try:
+        setups = EscortProposal().setups(model, sigma)
+    except ConfigurationError:
+        return False, None
+    best = choose_setup(setups, epsilon)
+    if best.log_support(epsilon) < math.log(1e-2):
+        return True, (
+            f"proposal: escort (auto): its support bound s_{best.order}(eps) = "
+            f"{math.exp(best.log_support(epsilon)):.3g} < 1e-2, so its weights vary far less "
+            "than plain samples."
+        )
+    return False, None
 
 
 def escort_samples(delta: float, log_support: float, precision: float, candidates: int) -> int:
