@@ -162,7 +162,10 @@ def _plain_after_escort(samples: int, delta: float, candidates: int, error: Exce
         base_delta(samples, delta, candidates=candidates)
     except ConfigurationError as exc:
         raise ConfigurationError(
-            f"{exc}; proposal 'auto' tried the escort first, which cannot run here: {error}",
+            f"MonteCarloAccountant.proposal = 'auto' chose the escort (plain sampling cannot "
+            f"certify delta = {delta:.3g} with samples = {samples}: {exc}) but the escort "
+            f"cannot run here ({error}); raise samples for plain sampling or use another "
+            "accountant (rdp, gaussian; --accountant auto tries them in turn)",
             parameter="samples",
         ) from exc
 
