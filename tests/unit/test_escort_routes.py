@@ -111,7 +111,7 @@ def test_auto_calibration_falls_back_when_the_sweep_defeats_the_escort(
 
     monkeypatch.setattr(EscortProposal, "sweep_plan", no_order_helps)
     accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=3, progress=False)
-    with pytest.raises(ConfigurationError, match="chose the escort .* cannot run here") as info:
+    with pytest.raises(ConfigurationError, match=r"chose the escort .* cannot run here") as info:
         accountant.calibrate(*dp_sgd_pair(), 4.5, 1e-6)
     assert "no affordable order helps (test)" in str(info.value)
 
