@@ -189,13 +189,14 @@ def _add_first(
     slack = None if question == "calibrate" else precision
     if not add_needs_sampling(model, epsilon, sigma, delta, slack):
         return None
-    return _add_reason(model, epsilon)
+    return _add_reason(model, epsilon, sigma)
 
 
-def _add_reason(model: PrivacyLossModel, epsilon: float) -> str:
+def _add_reason(model: PrivacyLossModel, epsilon: float, sigma: float) -> str:
     """The route's reason when the add direction would need plain sampling."""
     return (
-        f"the add direction needs plain sampling at epsilon {epsilon:.4g} (below ln(1/pi(empty))"
+        f"the add direction needs plain sampling at epsilon {epsilon:.4g}, sigma {sigma:.4g} "
+        f"(below ln(1/pi(empty))"
         f" = {add_threshold(model):.4g}, and the deterministic bound of docs/math.md §10 does "
         "not suffice), so the escort saves nothing"
     )
@@ -309,7 +310,7 @@ def choose_route(
         else:
             slack = None if question == "calibrate" else precision
             if add_needs_sampling(model, epsilon, sigma, delta, slack):
-                why_not = _add_reason(model, epsilon)
+                why_not = _add_reason(model, epsilon, sigma)
             else:
                 add = "exact zero" if epsilon >= add_threshold(model) else "deterministic (§10)"
                 m = escort_samples(delta, log_s, precision, candidates)
