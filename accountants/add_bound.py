@@ -16,6 +16,7 @@ optimises kappa per question. Equality ``E_Q[U^-kappa] = h(q)^n`` holds for Pois
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -184,18 +185,20 @@ class AddDirectionBound:
     def delta(self, epsilon: float) -> float:
         """An upper bound on ``delta_add(epsilon)`` (also ``<= (1 - e^eps pi(empty))_+``)."""
         floor = max(0.0, -math.expm1(epsilon + self.log_no_participation))
-        if floor == 0.0:
-            return 0.0
+        if floor == 0.0 or self.probability >= 1.0:  # p = 1: no Chernoff bound, the floor
+            return floor
         return min(math.exp(min(self.log_delta(epsilon)[0], 0.0)), floor)
 
     def epsilon(self, delta: float) -> float:
         """An upper bound on the add direction's epsilon(delta): ``min_kappa (ln c_kappa +
         ln E_Q[U^-kappa] - ln delta) / kappa``, and at most ``ln((1 - delta) / pi(empty))``."""
+        cap = max(0.0, math.log1p(-delta) - self.log_no_participation)
+        if self.probability >= 1.0:  # p = 1: no Chernoff bound, only the cap
+            return cap
         log_delta = math.log(delta)
         chernoff, _ = self._minimise(
             lambda kappa: (log_c(kappa) + self.log_moment(kappa) - log_delta) / kappa
         )
-        cap = max(0.0, math.log1p(-delta) - self.log_no_participation)
         return max(min(chernoff, cap), 0.0)
 
 
@@ -218,5 +221,7 @@ def chain_add_bound(chain: ParticipationChain, norm: float, sigma: float) -> Add
         n_steps=chain.n_steps,
         probability=chain.probability,
         noise=sigma / norm,
-        log_no_participation=min(chain.log_no_participation(), 0.0),
+        # pi(empty) = 0 (every unit participates): the most negative finite value, a lower
+        # bound on ln pi(empty), so the floor (1 - e^eps pi(empty))_+ only grows (conservative)
+        log_no_participation=max(min(chain.log_no_participation(), 0.0), -sys.float_info.max),
     )

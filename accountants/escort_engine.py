@@ -14,9 +14,11 @@ exactly when ``eps >= ln(1 / pi(empty))`` (docs/rdp-escort.md §5, route ``"exac
 below it the Chernoff bound of docs/math.md §10 (route ``"deterministic"``) certifies the add
 direction without a sample wherever it is at most delta (epsilon questions: when its epsilon
 is below every candidate, when plain add draws could not certify delta with the samples given,
-or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them, the candidates
+or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them or more than the
+samples given (a route sized them for the escort), the candidates
 being raised to its epsilon; delta questions: where it is at most the remove direction's
-release; calibration: per sweep entry). Only where it is not
+release; calibration: per sweep entry, entries it does not settle failing where plain add
+draws do not fit). Only where it is not
 enough is the add direction verified by plain Monte Carlo on its own draws (route
 ``"plain"``). A claim fails only if one direction fails, so the released delta is the larger
 of the two directions' bounds.
@@ -65,6 +67,7 @@ from minsep.framework.montecarlo.evr import (
     DeltaCertificate,
     EpsilonCertificate,
 )
+from minsep.framework.montecarlo.precision import samples_for_precision
 from minsep.framework.montecarlo.proposals import ProposalInfo, SupportBoundError
 from minsep.framework.montecarlo.sampling import (
     PILOT_STREAM,
@@ -89,6 +92,7 @@ __all__ = [
     "choose_setup",
     "escort_sample",
     "escort_setups",
+    "measure_escort_seconds",
 ]
 
 #: Orders the automatic choice considers (those whose state array fits ``max_states``).
@@ -105,6 +109,9 @@ PLAIN_ADD_LIMIT = 10**7
 PILOT_GRID = 2001
 #: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
 CHUNK_ELEMENTS = 1 << 24
+#: The escort rate probe stops at a probe this long (seconds) or this many draws.
+PROBE_SECONDS = 0.1
+PROBE_DRAWS = 2048
 
 
 class _Target(Protocol):
@@ -326,9 +333,9 @@ class EscortProposal:
             support bound s*: ``min_samples(delta^(1 + r) / s*, delta / s*)`` (docs/math.md
             §7.3 in units of s*); chosen before any verification draw, so Fact 4.2 holds.
             When such a run would sample the add direction on more than
-            :data:`PLAIN_ADD_LIMIT` draws, the bound of docs/math.md §10 certifies it instead
-            and may then bind (the candidates are raised to its epsilon; the notes give the
-            add bound).
+            :data:`PLAIN_ADD_LIMIT` draws or more than ``samples``, the bound of docs/math.md
+            §10 certifies it instead and may then bind (the candidates are raised to its
+            epsilon; the notes give the add bound).
     """
 
     plain = False
@@ -351,6 +358,36 @@ class EscortProposal:
         """The affordable escorts at ``sigma`` (just ``order`` when it is fixed)."""
         orders = self.orders if self.order is None else (self.order,)
         return escort_setups(model, sigma, orders, self.max_states)
+
+    def plain_add_fits(self, samples: int, delta: float, candidates: int) -> bool:
+        """Whether plain add draws can verify ``delta`` with ``samples`` and, when the run is
+        sized by ``precision``, reach it on at most ``min(samples, PLAIN_ADD_LIMIT)`` draws
+        (a route that sized ``samples`` for the escort leaves too few for the add direction);
+        where they do not, the deterministic bound of docs/math.md §10 certifies it."""
+        try:
+            base_delta(samples, delta, candidates=candidates)
+            if self.precision is None:
+                return True
+            need = samples_for_precision(delta, self.precision, candidates=candidates)
+        except ConfigurationError:
+            return False
+        return need <= min(samples, PLAIN_ADD_LIMIT)
+
+    def unavailable(self, model: PrivacyLossModel) -> str | None:
+        """Why this escort cannot serve ``model`` at any sigma (None when it may): the model
+        has no participation chain, or no order's state array ``(b + 1)^lam`` fits
+        ``max_states``. Sigma-dependent refusals (a pass that overflows, a support bound above
+        1) are only known at a sigma: :meth:`setups`, :meth:`sweep_plan`."""
+        if not isinstance(model, EscortTarget):
+            return f"{type(model).__name__} has no participation chain"
+        orders = self.orders if self.order is None else (self.order,)
+        min_sep = model.participation_chain().min_sep
+        if all(moments.stored_states(min_sep, lam) > self.max_states for lam in orders):
+            return (
+                f"no order of {tuple(orders)} fits max_states = {self.max_states} at min-sep "
+                f"{min_sep} ((b + 1)^lam states)"
+            )
+        return None
 
     # -- epsilon -------------------------------------------------------------------------
 
@@ -400,17 +437,10 @@ class EscortProposal:
         add = "exact zero" if candidates[0] >= threshold else "plain"
         if add == "plain":
             add_epsilon = bound.epsilon(delta)
-            # deterministic where it costs nothing (below the smallest candidate), where plain
-            # add draws cannot certify delta with these samples, or where the run is sized by
-            # precision and plain add draws would need more than PLAIN_ADD_LIMIT
-            try:
-                base_delta(samples, delta, candidates=count)
-                plain_ok = True
-            except ConfigurationError:
-                plain_ok = False
-            sized = self.precision is not None and samples > PLAIN_ADD_LIMIT
+            # deterministic where it costs nothing (below the smallest candidate) or where
+            # plain add draws do not fit (:meth:`plain_add_fits`)
             if math.isfinite(add_epsilon) and (
-                add_epsilon <= candidates[0] or sized or not plain_ok
+                add_epsilon <= candidates[0] or not self.plain_add_fits(samples, delta, count)
             ):
                 add = "deterministic"
                 candidates = [max(c, add_epsilon) for c in candidates]
@@ -675,12 +705,13 @@ class EscortProposal:
 
         The sweep's entries from the first whose sigma no affordable order can run on (the
         forward pass overflows at small sigma) count as failing, as if the sweep ended there.
-        One order (the best at the middle of the runnable entries) and one scale ``s* = max_i
-        s_lam(sigma_i, eps)`` for every entry, so ``E[W_i / s*] = delta_i / s*`` is
-        non-increasing along the sweep and one Fact 4.2 event covers it (module docstring of
-        :mod:`~minsep.framework.montecarlo.calibration`). Entries whose bound ``s_i <= delta``
-        pass without sampling (they form a prefix). Each sampled entry has its own draws
-        (``R_lam`` depends on sigma), stage ``escort calibrate i``.
+        One order (:meth:`sweep_order`: the smallest largest support bound over the runnable
+        entries) and one scale ``s* = max_i s_lam(sigma_i, eps)`` for every entry, so
+        ``E[W_i / s*] = delta_i / s*`` is non-increasing along the sweep and one Fact 4.2 event
+        covers it (module docstring of :mod:`~minsep.framework.montecarlo.calibration`).
+        Entries whose bound ``s_i <= delta`` pass without sampling (they form a prefix). Each
+        sampled entry has its own draws (``R_lam`` depends on sigma), stage ``escort calibrate
+        i``.
         """
         start = time.perf_counter()
         values = _check_sweep(sweep)
@@ -690,17 +721,16 @@ class EscortProposal:
         )
         config = config or EngineConfig()
         eps = float(epsilon)
-        setups = self._affordable(model, values, eps)
+        setups, log_scale = self.sweep_plan(model, values, eps)
         order = setups[0].order
-        log_scale = max(s.log_support(eps) for s in setups)
         scale = _scale(log_scale, order, eps)
         x_b = base_delta(samples, min(delta / scale, 0.5))
         handled = "exact zero" if eps >= add_threshold(model) else "plain"
         settled = [handled == "exact zero"] * len(values)
         if handled == "plain":
             settled = [add_bound(model, s).delta(eps) <= delta for s in values]
-            if all(settled):
-                handled = "deterministic"
+            if all(settled) or not self.plain_add_fits(samples, delta, 1):
+                handled = "deterministic"  # entries the bound does not settle then fail
         add_tally = None
         add_base = math.nan
         if handled == "plain":
@@ -743,6 +773,8 @@ class EscortProposal:
                 add_mean = add_tally.delta(i, 0)
                 observed = max(observed, add_mean)
                 passed = passed and add_mean <= add_base
+            elif not settled[i]:  # no plain add draws: the add direction has no route here
+                observed, passed = max(observed, add_bound(model, values[i]).delta(eps)), False
             deltas.append(observed)
             if not passed:
                 break
@@ -772,16 +804,12 @@ class EscortProposal:
             proposal=ProposalInfo("escort", order, setups[-1].log_z, scale, handled),
         )
 
-    def _affordable(
-        self, model: PrivacyLossModel, values: Sequence[float], eps: float
-    ) -> list[EscortSetup]:
-        """One order's setups for the sweep's leading entries that can run it.
-
-        The order is the best at the middle of the entries where some order runs; the walk
-        stops at the first entry where it cannot (a small sigma can overflow the forward
-        pass): those entries and every one after them count as failing verification, as if
-        the sweep were shorter. ConfigurationError when not even the first entry can run.
-        """
+    def runnable(self, model: PrivacyLossModel, sweep: Sequence[float]) -> list[float]:
+        """The leading entries of ``sweep`` (most private first) where some affordable order
+        runs: a small sigma can overflow the forward pass, and that entry and every one after
+        it count as failing verification, as if the sweep were shorter. ConfigurationError
+        (naming the orders and the sigma) when not even the first entry can run."""
+        values = [float(s) for s in sweep]
         runnable: list[float] = []
         for sigma in values:
             try:
@@ -791,14 +819,44 @@ class EscortProposal:
             runnable.append(sigma)
         if not runnable:
             self.setups(model, values[0])  # raises, naming the orders and the sigma
-        order = choose_setup(self.setups(model, runnable[len(runnable) // 2]), eps).order
+        return runnable
+
+    def sweep_order(self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float) -> int:
+        """The order minimising the largest support bound ``max_i s_lam(sigma_i, eps)`` over
+        the :meth:`runnable` entries of ``sweep`` (docs/rdp-escort.md §8, calibration).
+
+        ``Z_lam`` is non-increasing in sigma (adding independent Gaussian noise is one Markov
+        kernel applied to both P and Q, so the Renyi divergence cannot grow), hence the largest
+        bound of an order is its bound at the smallest runnable sigma; orders are compared
+        there. The choice only affects cost, never soundness: the scale is still the maximum
+        over every entry, computed for the chosen order.
+        """
+        return self._order_over(model, self.runnable(model, sweep), float(epsilon))
+
+    def _order_over(self, model: PrivacyLossModel, runnable: Sequence[float], eps: float) -> int:
+        """:meth:`sweep_order` over entries already known to be runnable."""
+        return choose_setup(self.setups(model, min(runnable)), eps).order
+
+    def sweep_plan(
+        self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float
+    ) -> tuple[list[EscortSetup], float]:
+        """The escorts of a calibration sweep's :meth:`runnable` entries, one per entry at
+        :meth:`sweep_order`'s order (the entries after them count as failing), and the common
+        ``ln s* = max_i ln s_lam(sigma_i, eps)``; computed before any draw. ConfigurationError
+        when no order runs at the first entry or ``s* > 1`` (the escort cannot beat plain
+        sampling there)."""
+        eps = float(epsilon)
+        runnable = self.runnable(model, sweep)
+        order = self._order_over(model, runnable, eps)
         setups: list[EscortSetup] = []
         for sigma in runnable:
             try:
                 setups.append(escort_setups(model, sigma, (order,), self.max_states)[0])
             except ConfigurationError:
                 break
-        return setups
+        log_scale = max(s.log_support(eps) for s in setups)
+        _scale(log_scale, order, eps)
+        return setups, log_scale
 
     def locate_sigma(
         self,
@@ -888,6 +946,38 @@ class EscortProposal:
         mean, se = _mean([tally], 0)
         scale = _scale(log_scale, setup.order, float(epsilon))
         return mean * scale, se * scale, setup
+
+
+def measure_escort_seconds(
+    model: PrivacyLossModel, setup: EscortSetup, *, max_states: int = moments.DEFAULT_MAX_STATES
+) -> tuple[float, float]:
+    """``(seconds per escort sampling call, seconds per draw)`` at ``setup``: the fixed cost of
+    one call (its forward pass) and the cost of each draw (the tuple law's backward walk, the
+    outputs and ln u), timed in this process on its own seed (never a run's). A one-draw
+    warm-up compiles the backward walk; then one draw and ``8, 32, 128, ...`` draws are timed
+    until the draws beyond the first take :data:`PROBE_SECONDS` and at least the one-draw time
+    (so that its jitter cannot swamp them), or :data:`PROBE_DRAWS` is reached; the time per
+    draw is never taken below a quarter of the last probe's average. The escort
+    engine's rates for plans, in place of the plain engine's probe."""
+    quiet = EngineConfig(progress=False)
+
+    def timed(size: int) -> float:  # CPU time of this process: robust to other load
+        start = time.process_time()
+        escort_sample(
+            model, setup, (0.0,), setup.log_support(0.0), n_samples=size, seed=1 << 31,
+            stream=0, config=quiet, description="escort rate probe", max_states=max_states,
+        )  # fmt: skip
+        return time.process_time() - start
+
+    timed(1)
+    fixed, size = timed(1), 8
+    while True:
+        seconds = timed(size)
+        # the draws must outweigh the fixed cost, else its jitter swamps them
+        if seconds - fixed >= max(PROBE_SECONDS, fixed) or size >= PROBE_DRAWS:
+            per_draw = max(seconds - fixed, 0.0) / (size - 1)
+            return fixed, max(per_draw, seconds / size / 4)
+        size *= 4
 
 
 def _scale(log_scale: float, order: int, epsilon: float) -> float:

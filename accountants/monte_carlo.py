@@ -23,15 +23,11 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 import numpy as np
 
-from minsep.accountants.escort_engine import (
-    PLAIN_ADD_LIMIT,
-    EscortProposal,
-    EscortTarget,
-    choose_setup,
-)
+from minsep.accountants.escort_engine import EscortProposal, EscortTarget
+from minsep.accountants.routes import Route, auto_proposal
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, get_backend, requested_kernels
-from minsep.framework.errors import ConfigurationError, NotAccountableError
+from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import (
     Accountant,
     AccountantKind,
@@ -151,13 +147,36 @@ def _proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
     )
 
 
+def _fallback_note(error: Exception) -> str:
+    """The note of an ``auto`` run that chose the escort and fell back to plain sampling."""
+    return (
+        f"proposal: plain (auto fell back): the escort cannot run at this question ({error}); "
+        "plain sampling answered it."
+    )
+
+
+def _plain_after_escort(samples: int, delta: float, candidates: int, error: Exception) -> None:
+    """Refuse, naming both routes, when the plain fallback cannot certify ``delta`` with
+    ``samples`` either (nothing is returned when it can)."""
+    try:
+        base_delta(samples, delta, candidates=candidates)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"MonteCarloAccountant.proposal = 'auto' chose the escort (plain sampling cannot "
+            f"certify delta = {delta:.3g} with samples = {samples}: {exc}) but the escort "
+            f"cannot run here ({error}); raise samples for plain sampling or use another "
+            "accountant (rdp, gaussian; --accountant auto tries them in turn)",
+            parameter="samples",
+        ) from exc
+
+
 def _estimate_index(deltas: tuple[float, ...], delta: float) -> int:
     """The last sweep index down to which every empirical delta is <= ``delta`` (-1: none):
     Algorithm 5's walk with the target delta in place of the base delta, i.e. the sigma the
     point estimate alone would select (no verification margin, no guarantee)."""
     index = -1
     for i, observed in enumerate(deltas):
-        if observed > delta:
+        if not observed <= delta:  # NaN: an entry the walk never verified (escort)
             break
         index = i
     return index
@@ -223,12 +242,14 @@ class MonteCarloAccountant(Accountant):
             verified by Fact 4.2 with a union bound). The result's ``bound`` says which ran;
             the escort and the delta and calibrate questions use Fact 4.2 either way.
         precision: the relative precision ``samples`` was chosen for (the CLI's
-            ``--precision``), or None. When set and ``samples`` exceeds 10^7, ``"auto"``
-            prefers the escort for an epsilon question wherever the model supports it, and
-            the escort verifies on the fewest
-            samples (at most ``samples``) reaching it once its pilot has fixed the support
-            bound (:class:`~minsep.accountants.escort_engine.EscortProposal`), with pilot
-            ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
+            ``--precision``; :meth:`route` sets it), or None. When set, the escort verifies
+            on the fewest samples (at most ``samples``) reaching it once its pilot has fixed
+            the support bound, and certifies the add direction by the deterministic bound of
+            docs/math.md §10 where plain add draws at this precision would need more than
+            ``samples`` or 10^7 (:class:`~minsep.accountants.escort_engine.EscortProposal`),
+            with pilot ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
+        routed: the route chooser's reason when :meth:`route` fixed ``proposal`` (the notes
+            then say the route chose it, not the caller), or None.
     """
 
     kind: ClassVar[AccountantKind] = AccountantKind.MONTE_CARLO
@@ -297,6 +318,7 @@ class MonteCarloAccountant(Accountant):
         default=None, converter=v.plain_number, validator=v.optional(v.positive())
     )
     bound: str = attrs.field(default=EPSILON_BOUNDS[0], validator=v.one_of(*EPSILON_BOUNDS))
+    routed: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.sigma_high <= self.sigma_low:
@@ -510,8 +532,19 @@ class MonteCarloAccountant(Accountant):
         draw, evaluate = call_on_worker(self._executor(), probe)
         return attrs.evolve(plan, draw_seconds=draw, eval_seconds=evaluate)
 
-    def _announce(self, model: PrivacyLossModel, question: str, sigma: float) -> RunPlan:
-        """Plan ``question``, log the plan (and the estimate), refuse it over ``max_seconds``."""
+    def _announce(
+        self,
+        model: PrivacyLossModel,
+        question: str,
+        sigma: float,
+        proposal: EscortProposal | None = None,
+        epsilon: float = 0.0,
+    ) -> RunPlan | None:
+        """Plan ``question``, log the plan (and the estimate), refuse it over ``max_seconds``;
+        an escort run is planned with the escort engine's rates (:meth:`_announce_escort`)."""
+        if proposal is not None:
+            self._announce_escort(model, question, sigma, proposal, epsilon)
+            return None
         plan = self._plan(model, question, sigma, measure=False)
         plan_log.info("plan: %s", plan.describe_work())
         free = available_memory()
@@ -537,6 +570,66 @@ class MonteCarloAccountant(Accountant):
                 parameter="max_seconds",
             )
         return plan
+
+    def _announce_escort(
+        self,
+        model: PrivacyLossModel,
+        question: str,
+        sigma: float,
+        proposal: EscortProposal,
+        epsilon: float,
+    ) -> None:
+        """Log an escort run's plan, timed with the escort's own rate, and refuse it over
+        ``max_seconds`` (:func:`~minsep.accountants.routes.escort_plan`)."""
+        from minsep.accountants.routes import escort_plan
+
+        if self.max_seconds is None and not plan_log.isEnabledFor(logging.INFO):
+            return
+        text, estimate = escort_plan(self, model, proposal, question, sigma, epsilon)
+        plan_log.info("plan: %s", text)
+        if self.max_seconds is not None and estimate is not None and estimate > self.max_seconds:
+            raise ConfigurationError(
+                f"MonteCarloAccountant.max_seconds = {self.max_seconds!r} is exceeded: {text}; "
+                f"must be >= {estimate:.3g} for this question (or use fewer samples or more "
+                "workers)",
+                parameter="max_seconds",
+            )
+
+    def route(
+        self,
+        scheme: SamplingScheme,
+        strategy: Strategy,
+        question: str,
+        numbers: dict[str, float],
+        precision: float,
+        max_seconds: float | None = None,
+    ) -> tuple[MonteCarloAccountant, Route]:
+        """This accountant with the proposal and samples of the cheaper sound route for
+        ``question`` at ``precision`` (:func:`~minsep.accountants.routes.choose_route`), and
+        the route; a refused route (over ``max_seconds``) leaves the accountant unchanged."""
+        from minsep.accountants.routes import CANDIDATES, choose_route
+        from minsep.framework.montecarlo.precision import samples_for_precision
+
+        model = self._model(scheme, strategy)
+        delta = float(numbers["delta"])
+        plain_m = samples_for_precision(delta, precision, candidates=CANDIDATES[question])
+        sigma = float(numbers.get("sigma", 1.0))
+
+        def plain_seconds() -> float | None:
+            plain = attrs.evolve(self, samples=plain_m)
+            return plain.plan(scheme, strategy, question, sigma).estimated_seconds
+
+        route = choose_route(self, model, question, numbers, precision, max_seconds, plain_seconds)
+        if route.refused:
+            return self, route
+        chosen = attrs.evolve(
+            self,
+            samples=route.samples,
+            proposal=route.proposal,
+            precision=route.precision,
+            routed=route.reason,
+        )
+        return chosen, route
 
     def _provenance(self, question: Question, model: PrivacyLossModel) -> dict[str, Any]:
         backend = get_backend(self.backend)
@@ -566,49 +659,16 @@ class MonteCarloAccountant(Accountant):
                     "with participation_chain()); use proposal 'plain' or 'auto'",
                     parameter="proposal",
                 )
+            if self.routed is not None:
+                return self._escort(), (f"proposal: escort (route): {self.routed}.",)
             return self._escort(), ("proposal: escort (requested).",)
         if not supported:
             return None, ()
-        if (
-            delta is not None
-            and self.precision is not None
-            and sigma is not None
-            and self.samples > PLAIN_ADD_LIMIT
-        ):
-            try:
-                EscortProposal().setups(model, sigma)
-            except ConfigurationError:
-                pass
-            else:
-                return self._escort(), (
-                    f"proposal: escort (auto): precision {self.precision:g} at this delta "
-                    f"needs {self.samples:,} plain samples (more than {PLAIN_ADD_LIMIT:,}); "
-                    "importance sampling from the escort R_lam reaches it on fewer draws "
-                    "(docs/rdp-escort.md §8).",
-                )
-        if delta is not None:
-            try:
-                base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
-            except ConfigurationError:
-                return self._escort(), (
-                    f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
-                    f"{delta:.3g} with {self.samples} samples; importance sampling from the "
-                    "escort R_lam can (docs/rdp-escort.md §8).",
-                )
-            return None, ()
-        assert sigma is not None
-        try:
-            setups = EscortProposal().setups(model, sigma)
-        except ConfigurationError:
-            return None, ()
-        best = choose_setup(setups, epsilon)
-        if best.log_support(epsilon) < math.log(1e-2):
-            return EscortProposal(), (
-                f"proposal: escort (auto): its support bound s_{best.order}(eps) = "
-                f"{math.exp(best.log_support(epsilon)):.3g} < 1e-2, so its weights vary far "
-                "less than plain samples.",
-            )
-        return None, ()
+        escort, note = auto_proposal(model, self.samples, sigma, delta, epsilon)
+        notes = () if note is None else (note,)
+        if not escort:
+            return None, notes
+        return (self._escort() if delta is not None else EscortProposal()), notes
 
     def _escort(self) -> EscortProposal:
         """The escort proposal, sized by ``precision`` when it is set."""
@@ -637,8 +697,9 @@ class MonteCarloAccountant(Accountant):
         if proposal is None:  # m large enough?
             base_delta(self.samples, float(delta), candidates=len(DEFAULT_LADDER))
         self._start_workers(model, float(sigma))
-        self._announce(model, "epsilon", float(sigma))
-        cert = certify_epsilon(
+        self._announce(model, "epsilon", float(sigma), proposal)
+        ask = functools.partial(
+            certify_epsilon,
             model,
             sigma,
             delta,
@@ -646,9 +707,16 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot_for(proposal),
             seed=seed,
             config=self._config(model),
-            proposal=proposal,
             bound=self.bound,
         )
+        try:
+            cert = ask(proposal=proposal)
+        except ConfigurationError as exc:
+            if proposal is None or self.proposal != "auto":
+                raise
+            why = (*why, _fallback_note(exc))  # refused before any verification draw
+            _plain_after_escort(self.samples, float(delta), len(DEFAULT_LADDER), exc)
+            cert = ask(proposal=None)
         return EpsilonResult(
             **self._provenance(question, model),
             notes=self._notes(model, (*cert.notes(), *why, *_proposal_notes(cert.proposal))),
@@ -675,7 +743,7 @@ class MonteCarloAccountant(Accountant):
         seed = self._seed()
         proposal, why = self._proposal(model, sigma, None, float(epsilon))
         self._start_workers(model, float(sigma))
-        self._announce(model, "delta", float(sigma))
+        self._announce(model, "delta", float(sigma), proposal, float(epsilon))
         cert = certify_delta(
             model,
             sigma,
@@ -719,52 +787,47 @@ class MonteCarloAccountant(Accountant):
         config = self._config(model)
         proposal, why = self._proposal(model, None, delta, float(epsilon))
         self._start_workers(model, 1.0)
-        self._announce(model, "calibrate", 1.0)
-        try:
-            if proposal is None:
-                delta_b = base_delta(self.samples, delta)
-                centre = locate_sigma(
-                    model,
-                    epsilon,
-                    delta_b,
-                    samples=self._pilot(),
-                    seed=seed,
-                    config=config,
-                    low=self.sigma_low,
-                    high=self.sigma_high,
-                )
-            else:
-                centre = proposal.locate_sigma(
-                    model,
-                    epsilon,
-                    delta / 2.0,
-                    samples=self._pilot(),
-                    seed=seed,
-                    config=config,
-                    low=self.sigma_low,
-                    high=self.sigma_high,
-                )
-            sweep = self._sweep(centre)
-            result = calibrate_sweep(
+        self._announce(model, "calibrate", 1.0, proposal, float(epsilon))
+        centre = None
+        if proposal is not None and self.proposal == "auto":
+            centre, failure = self._escort_centre(model, proposal, epsilon, delta, seed, config)
+            if failure is not None:
+                _plain_after_escort(self.samples, float(delta), 1, failure)
+                proposal, why = None, (*why, _fallback_note(failure))
+        if proposal is None:
+            delta_b = base_delta(self.samples, delta)
+            centre = locate_sigma(
                 model,
-                sweep,
                 epsilon,
-                delta,
-                samples=self.samples,
+                delta_b,
+                samples=self._pilot(),
                 seed=seed,
                 config=config,
-                proposal=proposal,
+                low=self.sigma_low,
+                high=self.sigma_high,
             )
-        except ConfigurationError as exc:
-            if proposal is None or self.proposal != "auto":
-                raise
-            raise ConfigurationError(
-                f"MonteCarloAccountant.proposal = 'auto' chose the escort (plain sampling cannot "
-                f"certify delta = {delta:.3g} with samples = {self.samples}) but the escort "
-                f"cannot run here ({exc}); raise samples for plain sampling or use another "
-                "accountant (rdp, gaussian; --accountant auto tries them in turn)",
-                parameter="samples",
-            ) from exc
+        elif centre is None:
+            centre = proposal.locate_sigma(
+                model,
+                epsilon,
+                delta / 2.0,
+                samples=self._pilot(),
+                seed=seed,
+                config=config,
+                low=self.sigma_low,
+                high=self.sigma_high,
+            )
+        sweep = self._sweep(centre)
+        result = calibrate_sweep(
+            model,
+            sweep,
+            epsilon,
+            delta,
+            samples=self.samples,
+            seed=seed,
+            config=config,
+            proposal=proposal,
+        )
         notes = [
             f"certified ({result.epsilon:.6g}, {result.delta:.6g})-DP at sigma "
             f"{result.sigma:.6g} by Algorithm 5: every sweep entry down to it had delta_hat <= "
@@ -807,6 +870,38 @@ class MonteCarloAccountant(Accountant):
             pilot_samples=self._pilot(),
             sigma_estimate=sweep[max(estimate, result.index)],
         )
+
+    def _escort_centre(
+        self,
+        model: PrivacyLossModel,
+        proposal: EscortProposal,
+        epsilon: float,
+        delta: float,
+        seed: int,
+        config: EngineConfig,
+    ) -> tuple[float | None, Exception | None]:
+        """``proposal="auto"`` chose the escort for a calibration: its pilot's centre, or the
+        reason it cannot run (then the caller falls back to plain sampling). The escort is
+        tried at ``sigma_high``, then its pilot centres the sweep and :meth:`~minsep.
+        accountants.escort_engine.EscortProposal.sweep_plan` checks an order serves every
+        entry with a support bound below 1. All of this is pilot work (stream 0); no
+        verification draw is spent before the route is fixed."""
+        try:
+            proposal.setups(model, self.sigma_high)
+            centre = proposal.locate_sigma(
+                model,
+                epsilon,
+                delta / 2.0,
+                samples=self._pilot(),
+                seed=seed,
+                config=config,
+                low=self.sigma_low,
+                high=self.sigma_high,
+            )
+            proposal.sweep_plan(model, self._sweep(centre), float(epsilon))
+        except (ConfigurationError, CalibrationError) as exc:
+            return None, exc
+        return centre, None
 
     def curve(
         self,

@@ -35,6 +35,7 @@ command (:mod:`minsep.framework.cli.compare_command`) is a thin wrapper printing
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
@@ -47,7 +48,12 @@ from typing import Any
 import attrs
 
 from minsep.framework.environment import environment
-from minsep.framework.errors import CalibrationError, ConfigurationError, MinsepError
+from minsep.framework.errors import (
+    CalibrationError,
+    ConfigurationError,
+    MinsepError,
+    NotAccountableError,
+)
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.montecarlo.bounds import min_samples
@@ -55,6 +61,7 @@ from minsep.framework.parameters import CompareContext, CompareVariant
 from minsep.framework.registries import accountants, schemes
 from minsep.framework.results import EXACT, UPPER_BOUND, CalibrationResult
 from minsep.framework.setup import (
+    accountant_fields,
     build_accountant,
     build_strategy,
     build_strategy_spec,
@@ -143,6 +150,13 @@ class ComparisonSetup:
             rows. Unknown names are refused with the list of available ones.
         accountant_options: fields given to every accountant that has them (e.g. ``samples``,
             ``seed``, ``backend`` of the Monte Carlo accountant).
+        precision: without ``samples`` in ``accountant_options``: the relative precision each
+            Monte Carlo row's samples (and route: plain or escort) are chosen for, per row, as
+            ``minsep epsilon`` does (docs/math.md §7.3); None keeps the accountant's own
+            samples.
+        max_seconds: the estimated time a Monte Carlo row may take: chosen samples are cut to
+            fit (down to precision 0.3); a row that cannot fit is not evaluated, its note says
+            what it would need. None: no limit.
     """
 
     n_steps: int = attrs.field(default=1024, validator=steps_validator())
@@ -165,6 +179,12 @@ class ComparisonSetup:
         default=(), converter=_optional_str_tuple, validator=_strategy_specs
     )
     accountant_options: Mapping[str, Any] = attrs.field(factory=dict)
+    precision: float | None = attrs.field(
+        default=None, validator=optional(number(low=0.0, low_open=True))
+    )
+    max_seconds: float | None = attrs.field(
+        default=None, validator=optional(number(low=0.0, low_open=True))
+    )
 
     def __attrs_post_init__(self) -> None:
         if (self.epsilon is None) == (self.sigma is None):
@@ -378,7 +398,42 @@ def plan(setup: ComparisonSetup, accountant_for: Callable[[str], Accountant]) ->
     return out
 
 
+#: What a row that cannot be evaluated reports (one line) while the other rows still print.
+ROW_ERRORS = (ConfigurationError, CalibrationError, NotAccountableError)
+
+
+def _row_accountant(
+    setup: ComparisonSetup, item: _Plan, accountant: Accountant
+) -> tuple[Accountant, str]:
+    """``accountant`` with this row's samples (and route) chosen from the question at
+    ``setup.precision`` and fitted to ``setup.max_seconds``, as ``minsep epsilon`` chooses
+    them (:func:`~minsep.framework.cli.sample_choice.choose_samples`), and a note naming the
+    route when it is not plain sampling. Unchanged without ``precision``, with ``samples``
+    given, or for an accountant without samples. Raises ConfigurationError when the row
+    cannot fit ``max_seconds``."""
+    takes = "samples" in accountant_fields(type(accountant))
+    if setup.precision is None or "samples" in setup.accountant_options or not takes:
+        return accountant, ""
+    from minsep.framework.cli.sample_choice import choose_samples  # the one choice path
+
+    question = "calibrate" if setup.epsilon is not None else "epsilon"
+    numbers: dict[str, float] = {"delta": setup.delta}
+    if setup.epsilon is not None:
+        numbers["epsilon"] = setup.epsilon
+    else:
+        assert setup.sigma is not None
+        numbers["sigma"] = setup.sigma
+    args = argparse.Namespace(
+        precision=setup.precision, samples=None, max_seconds=setup.max_seconds
+    )
+    chosen, _ = choose_samples(args, accountant, item.scheme, item.strategy, question, numbers)
+    proposal = getattr(chosen, "proposal", None)
+    return chosen, "" if proposal in (None, "auto", "plain") else f"{proposal} route"
+
+
 def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> ComparisonRow:
+    """One row; a row that cannot be certified (ROW_ERRORS) keeps None values and says why
+    in one line."""
     start = time.perf_counter()
     scheme, strategy = item.scheme, item.strategy
     sigma: float | None
@@ -391,6 +446,7 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
     sigma_low: float | None = None
     mse_low: float | None = None
     try:
+        accountant, route = _row_accountant(setup, item, accountant)
         if setup.epsilon is not None:
             cal = accountant.calibrate(scheme, strategy, setup.epsilon, setup.delta)
             sigma, method, failure = cal.sigma, cal.method, cal.failure_probability
@@ -413,9 +469,10 @@ def _evaluate(setup: ComparisonSetup, item: _Plan, accountant: Accountant) -> Co
         unit = strategy.prefix_mse(setup.n_steps)
         mse: float | None = unit * sigma**2
         mse_low = None if sigma_low is None else unit * sigma_low**2
-    except CalibrationError as exc:
+        note = "; ".join(n for n in (route, note) if n)
+    except ROW_ERRORS as exc:
         sigma = epsilon = mse = None
-        note = f"not certified: {exc}"
+        note = "not certified: " + " ".join(str(exc).split())
     return ComparisonRow(
         family=item.family,
         label=item.label,
@@ -525,10 +582,14 @@ def sample_warnings(setup: ComparisonSetup, rows: Sequence[ComparisonRow]) -> li
     :func:`recommended_samples`: their sigma is inflated by the verification margin, so their
     MSE ratios against exact rows depend on the sample count, not only on the scheme."""
     need = recommended_samples(setup.delta)
+    kept = BASE_DELTA_FRACTION * setup.delta
     out = []
     for samples in sorted({r.samples for r in rows if r.samples is not None}):
         if need is not None and samples >= need:
             continue
+        same = [r for r in rows if r.samples == samples]
+        if all(r.base_delta is not None and r.base_delta >= kept for r in same):
+            continue  # they kept the base delta anyway (escort rows: s x_b, docs/rdp-escort.md)
         bases = [r.base_delta for r in rows if r.samples == samples and r.base_delta]
         base = f" at base delta {fmt(min(bases), 3)}" if bases else ""
         wanted = (

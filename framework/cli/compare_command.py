@@ -29,6 +29,9 @@ from minsep.framework.errors import ConfigurationError
 from minsep.framework.validation import check_range
 from minsep.framework.workers import AUTO, parse_workers
 
+#: ``--max-seconds`` default: the estimated time one Monte Carlo row of the table may take.
+DEFAULT_ROW_SECONDS = 600.0
+
 
 def _int_list(text: str) -> tuple[int, ...]:
     try:
@@ -101,6 +104,29 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         help="Monte Carlo verification samples per row (default: the accountant's own)",
     )
+    mc.add_argument(
+        "--precision",
+        type=positive_float,
+        metavar="FRACTION",
+        help="without --samples: the relative gap between each Monte Carlo row's certified "
+        "answer and its estimate, from which the row's samples and route are chosen (default "
+        "0.05; docs/math.md §7.3)",
+    )
+    mc.add_argument(
+        "--proposal",
+        choices=["auto", "plain", "escort"],
+        help="what Monte Carlo rows sample from: auto (default: per row, the cheaper sound "
+        "route: plain, or the escort where the scheme has one), plain or escort",
+    )
+    mc.add_argument(
+        "--max-seconds",
+        type=positive_float,
+        metavar="SECONDS",
+        default=DEFAULT_ROW_SECONDS,
+        help="estimated time a Monte Carlo row may take (default %(default)g): chosen samples "
+        "are cut to fit, down to precision 0.3; a row that still does not fit is reported "
+        "uncertified with what it needs, and the other rows still print",
+    )
     mc.add_argument("--seed", type=int, help="seed of the Monte Carlo sampling streams")
     mc.add_argument("--backend", help="array backend of the Monte Carlo accountant")
     mc.add_argument(
@@ -138,12 +164,21 @@ def _rate(args: argparse.Namespace) -> float:
 
 def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
     """The :class:`ComparisonSetup` of parsed ``compare`` arguments."""
+    from minsep.framework.montecarlo.precision import DEFAULT_PRECISION  # lazy: the engine
+
     if args.schemes == ():  # e.g. --schemes "" or ","
         raise ConfigurationError(
             "--schemes is invalid: it names no row family; give e.g. --schemes "
             "poisson,b_min_sep, or leave it out for every family"
         )
+    if args.precision is not None and args.samples is not None:
+        raise ConfigurationError(
+            f"--precision = {args.precision!r} is invalid with --samples: give one of them",
+            parameter="precision",
+        )
     options = given_options(args)  # the flags the accountants declare, as their fields
+    if args.samples is None:
+        options.pop("max_seconds", None)  # samples chosen per row: the route fits the limit
     options.setdefault("workers", AUTO)  # accountants without workers drop it (not strict)
     options["progress"] = False  # one bar: the table's
     epsilon = args.epsilon
@@ -160,6 +195,8 @@ def setup_from_args(args: argparse.Namespace) -> ComparisonSetup:
         families=args.schemes,
         strategies=args.strategies,
         accountant_options=options,
+        precision=None if args.samples is not None else (args.precision or DEFAULT_PRECISION),
+        max_seconds=args.max_seconds,
     )
 
 

@@ -31,15 +31,18 @@ import argparse
 import csv
 import io
 import math
+import sys
 from fractions import Fraction
+from typing import Any
 
 import attrs
 
+from minsep.framework import setup
 from minsep.framework.cli import common
 from minsep.framework.cli.command import Command
 from minsep.framework.cli.delta_command import refuse_delta
 from minsep.framework.errors import ConfigurationError
-from minsep.framework.interfaces import DEFAULT_CURVE_FAILURE
+from minsep.framework.interfaces import DEFAULT_CURVE_FAILURE, Accountant
 from minsep.framework.montecarlo.planning import DEFAULT_MEMORY_BUDGET
 from minsep.framework.results import CurveResult
 
@@ -210,6 +213,40 @@ def curve_csv(result: CurveResult) -> str:
     return out.getvalue()
 
 
+def curve_samples(
+    args: argparse.Namespace, accountant: Accountant, points: int
+) -> tuple[Accountant, str | None]:
+    """With ``--precision``: the samples planned for the smallest of ``--deltas`` (required:
+    the target the precision refers to) over the grid's ``points`` claims, as ``minsep
+    epsilon`` plans them (docs/math.md §7.3; a planning rule for the curve's simultaneous
+    bounds, never part of their guarantee), and the line stating them."""
+    precision = getattr(args, "precision", None)
+    if precision is None:
+        return accountant, None
+    if getattr(args, "samples", None) is not None:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid with --samples: give one of them",
+            parameter="precision",
+        )
+    if not args.deltas:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid without --deltas: the samples are "
+            "planned for the smallest target delta; give --deltas or --samples",
+            parameter="precision",
+        )
+    if "samples" not in setup.accountant_fields(type(accountant)):
+        return accountant, None
+    from minsep.framework.montecarlo.precision import samples_for_precision
+
+    target = min(args.deltas)
+    samples = samples_for_precision(target, float(precision), candidates=points)
+    changes: dict[str, Any] = {"samples": samples}
+    return attrs.evolve(accountant, **changes), (  # type: ignore[misc]
+        f"samples: {samples:,} per direction, chosen for delta = {target:g} at "
+        f"{float(precision):.3g} precision over {points} grid points (--precision, --samples)"
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     refuse_delta(args, "curve")
     if args.json and args.csv:
@@ -225,6 +262,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.epsilon_grid is not None:
         budget = getattr(args, "memory_budget", None)
         args.epsilon_grid.check_memory(DEFAULT_MEMORY_BUDGET if budget is None else int(budget))
+    if getattr(args, "proposal", None) == "escort":
+        raise ConfigurationError(
+            "--proposal = 'escort' is invalid for minsep curve: the certified curve verifies "
+            "the whole epsilon grid on one set of plain draws of the dominating pair; use "
+            "minsep epsilon or delta for escort answers",
+            parameter="proposal",
+        )
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
     # plans first: building the accountant logs the choice of --workers auto
@@ -234,6 +278,9 @@ def _run(args: argparse.Namespace) -> int:
         common.show_plans()
     accountant, chosen = common.choose_accountant(args, scheme, strategy)
     epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid.points()
+    accountant, stated = curve_samples(args, accountant, len(epsilons))
+    if stated is not None and not common.quiet(args):
+        print(f"minsep: plan: {stated}", file=sys.stderr, flush=True)
     beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
     result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)
     if args.failure_probability is not None and result.failure_probability != beta:
@@ -243,6 +290,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     if chosen is not None:
         result = attrs.evolve(result, notes=(*result.notes, chosen))
+    if stated is not None:
+        result = attrs.evolve(result, notes=(*result.notes, f"{stated}."))
     if args.deltas:
         result = result.with_epsilons(args.deltas)
     below = [d for d, e in zip(result.target_deltas, result.certified_epsilons, strict=True)

@@ -10,8 +10,11 @@ that does not fit even then is refused, naming the time it needs. An explicit
 ``--samples`` is used as given (and refused over ``--max-seconds`` as before).
 
 The choice applies to whichever accountant takes a ``samples`` option (decided by its fields,
-not its type); ``delta`` and ``curve`` have no target delta, so they keep the accountant's
-default and say so.
+not its type). ``delta`` has no target delta: without ``--precision`` it keeps the accountant's
+default and says so; with it the samples are planned for the deterministic first answer's
+delta (:func:`delta_samples`). ``curve`` plans from its smallest ``--deltas``
+(``curve_command.curve_samples``). For ``epsilon`` and ``calibrate`` an accountant that
+chooses its own route (plain or escort) does so here (:mod:`.route_choice`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import attrs
 
 from minsep.framework import setup
+from minsep.framework.cli.route_choice import choose_route
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
@@ -32,7 +36,7 @@ from minsep.framework.montecarlo.precision import (
     samples_for_precision,
 )
 
-__all__ = ["choose_samples"]
+__all__ = ["choose_samples", "delta_samples"]
 
 #: Claims verified per question (the union bound of docs/math.md §7): the epsilon ladder, or
 #: one for Algorithm 5.
@@ -58,10 +62,15 @@ def choose_samples(
             f"--precision = {precision!r} is invalid with --samples: give one of them",
             parameter="precision",
         )
+    if precision is not None and question == "delta":  # planned from its first answer
+        if not takes_samples:
+            return accountant, None
+        return delta_samples(args, accountant, scheme, strategy, numbers, float(precision))
     if precision is not None and question not in _CANDIDATES:
         raise ConfigurationError(
             f"--precision = {precision!r} is invalid for minsep {question}: it sets the samples "
-            "from a target delta (epsilon, calibrate); use --samples",
+            "from a target delta (epsilon, calibrate, compare; delta from its first answer, "
+            "curve from --deltas); use --samples",
             parameter="precision",
         )
     if not takes_samples:
@@ -85,6 +94,10 @@ def choose_samples(
             f"{default_precision:g}) or give --samples",
             parameter="precision",
         ) from None
+    routed, said = choose_route(args, accountant, scheme, strategy, question, numbers, target)
+    if routed is not None:  # the accountant chose the escort route
+        return routed, said
+    why = f"; {said}" if said else ""  # why plain sampling, when the escort was considered
     accountant = _with_samples(accountant, samples, target)
     text = (
         f"samples: {samples:,} per direction, chosen for delta = {delta:g} at {target:.3g} "
@@ -107,7 +120,8 @@ def choose_samples(
         raise ConfigurationError(
             f"--max-seconds = {limit:g} is too small: even at precision {LOOSEST_PRECISION:g} "
             f"({fewest:,} samples per direction) the run is estimated at {need:.3g} s; must be "
-            f">= {need:.3g} (or use more workers, or an exact or deterministic accountant)",
+            f">= {need:.3g} (or use more workers, or an exact or deterministic accountant)"
+            f"{why}",
             parameter="max_seconds",
         )
     reached = precision_of_samples(fitted, delta, candidates=candidates)
@@ -126,3 +140,37 @@ def _with_samples(
     if precision is not None and "precision" in setup.accountant_fields(type(accountant)):
         changes["precision"] = precision
     return attrs.evolve(accountant, **changes)  # type: ignore[misc]
+
+
+def delta_samples(
+    args: argparse.Namespace,
+    accountant: Accountant,
+    scheme: SamplingScheme,
+    strategy: Strategy,
+    numbers: dict[str, float],
+    precision: float,
+) -> tuple[Accountant, str]:
+    """``minsep delta --precision``: the samples planned for the deterministic first answer's
+    delta (an upper bound on the true delta, so the plan may give too few samples for the
+    precision when the bound is loose: the certified delta is then looser, never wrong);
+    refused when no first answer is below 1."""
+    from minsep.framework.cli.first_answer import first_answer
+    from minsep.framework.montecarlo.evr import DEFAULT_FACTORS
+
+    early = first_answer("delta", scheme, strategy, numbers, accountant)
+    if early is None or not 0.0 < early.value < 1.0:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid here: no deterministic bound on delta "
+            "below 1 to choose the samples from; use --samples",
+            parameter="precision",
+        )
+    reference = float(early.value)
+    samples = samples_for_precision(reference, precision, candidates=len(DEFAULT_FACTORS))
+    limit = getattr(args, "max_seconds", None)
+    if limit is not None:
+        accountant = attrs.evolve(accountant, max_seconds=limit)  # type: ignore[misc]
+    return _with_samples(accountant, samples), (
+        f"samples: {samples:,} per direction, chosen for the first answer's delta <= "
+        f"{reference:.3g} (by {early.accountant}) at {precision:.3g} precision (--precision, "
+        "--samples)"
+    )

@@ -214,3 +214,16 @@ def test_the_bound_tightens_the_rdp_first_answer() -> None:
     assert math.log1p(-1e-3) - bound.log_no_participation == pytest.approx(4.12, abs=5e-3)
     assert bound.add_epsilon(1e-3) == pytest.approx(2.53, abs=1e-2)
     assert bound.remove_epsilon(1e-3)[0] < bound.add_epsilon(1e-3)
+
+
+def test_certain_participation_keeps_the_trivial_bounds() -> None:
+    """pi(empty) = 0 and p = 1 (b = 1 / rate): no Chernoff bound, only delta_add <= 1; the
+    bound is built (it used to refuse ln pi(empty) = -inf) and never claims less."""
+    from minsep.accountants.escort_engine import add_bound
+    from minsep.schemes.b_min_sep import BMinSep
+    from minsep.strategies import BandedToeplitz
+
+    model = BMinSep.from_rate(64, 1 / 8, min_sep=8).loss_model(BandedToeplitz.optimal(64, 2))
+    bound = add_bound(model, 2.0)
+    assert bound.delta(2.0) == 1.0 and bound.delta(50.0) == 1.0
+    assert bound.epsilon(1e-6) > 1e300

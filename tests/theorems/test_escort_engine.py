@@ -265,6 +265,44 @@ def test_escort_calibration_stops_where_the_escort_cannot_run() -> None:
     assert all(math.isnan(d) for d in result.deltas[3:])
 
 
+def test_escort_calibration_fails_entries_no_add_route_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Below ln(1/pi(empty)), with too few samples for plain add draws (a route sized them for
+    the escort), the sweep entries the §10 bound does not settle count as failing: the walk
+    stops before them (unchecked, the add direction would be released unverified)."""
+    from minsep.accountants import escort_engine
+
+    sweep, epsilon, delta = (3.0, 2.2, 1.8, 1.6, 1.5), 2.0, 1e-8  # eps < ln(1/pi(empty)) ~ 2.56
+    real = escort_engine.add_bound
+
+    class Stub:  # the true bound above sigma 1.8, vacuous below
+        def __init__(self, model: BMinSepLossModel, sigma: float) -> None:
+            self.bound, self.sigma = real(model, sigma), sigma
+
+        def delta(self, eps: float) -> float:
+            return self.bound.delta(eps) if self.sigma >= 1.8 else 1.0
+
+    def run() -> object:
+        return calibrate_sweep(
+            dp_sgd(),
+            sweep,
+            epsilon,
+            delta,
+            samples=20_000,
+            seed=0,
+            config=QUIET,
+            proposal=EscortProposal(precision=0.05),
+        )
+
+    free = run()
+    assert free.index == 4 and free.proposal.add == "deterministic"  # the bound settles all
+    monkeypatch.setattr(escort_engine, "add_bound", Stub)
+    stopped = run()
+    assert stopped.index == 2 and stopped.sigma == 1.8
+    assert stopped.deltas[3] == 1.0 and math.isnan(stopped.deltas[4])
+
+
 # -- a wrong support bound is caught -----------------------------------------------------
 
 

@@ -56,7 +56,7 @@ def test_epsilon_chooses_and_states_its_samples(capsys: pytest.CaptureFixture[st
     ("argv", "message"),
     [
         (["epsilon", "--sigma", "1", "--samples", "3000", "--precision", "0.1"], "--samples"),
-        (["delta", "--sigma", "1", "--epsilon", "2", "--precision", "0.1"], "target delta"),
+        (["curve", "--sigma", "1", "--epsilons", "1,2", "--precision", "0.1"], "--deltas"),
     ],
 )
 def test_precision_is_refused_where_it_cannot_apply(
@@ -100,3 +100,31 @@ def test_max_seconds_refuses_what_cannot_fit(capsys: pytest.CaptureFixture[str])
     # issue 30, friction 4: the first answer computed before the refusal is printed first
     assert "minsep: first answer (deterministic upper bound" in err
     assert err.index("first answer") < err.index("--max-seconds = 1 is too small")
+
+
+def test_delta_plans_its_samples_from_the_first_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["delta", *SMALL, "--sigma", "1", "--epsilon", "2", "--precision", "0.2", "--json"]
+    assert main(argv) in (0, 3)
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    reference = result["first_answer"]["value"]
+    assert 0 < reference < 1
+    assert result["samples"] == samples_for_precision(reference, 0.2, candidates=8)
+    assert "chosen for the first answer's delta" in captured.err
+
+
+def test_curve_plans_its_samples_from_the_smallest_target_delta(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["curve", *SMALL, "--sigma", "1", "--epsilons", "1,2,3", "--deltas", "1e-2,1e-3",
+            "--precision", "0.3", "--json"]  # fmt: skip
+    assert main(argv) in (0, 3)
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["samples"] == samples_for_precision(1e-3, 0.3, candidates=3)
+    assert "chosen for delta = 0.001 at 0.3 precision over 3 grid points" in captured.err
+
+
+def test_curve_refuses_the_escort_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["curve", *SMALL, "--sigma", "1", "--epsilons", "1,2", "--proposal", "escort"]
+    assert main(argv) == 2
+    assert "--proposal = 'escort' is invalid for minsep curve" in capsys.readouterr().err

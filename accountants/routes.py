@@ -1,0 +1,424 @@
+"""Which route answers a Monte Carlo question, with how many samples, in how long.
+
+docs/rdp-escort.md §8 (routes). A certified epsilon or sigma at a target delta can be verified
+by plain sampling of the dominating pair or, for the remove direction of models with a
+participation chain, by importance sampling from the escort ``R_lam``. For a relative
+precision ``r`` (docs/math.md §7.3: base delta ``delta**(1 + r)``) the two need
+
+- plain: ``m_plain = min_samples(delta**(1 + r), delta, R)`` samples per direction;
+- escort: ``m_escort = min_samples(delta**(1 + r) / s, delta / s, R)``, where ``s`` is the
+  support bound the run will verify against (``W / s`` is the verified variable, with mean
+  ``delta_remove / s``), times ``ESCORT_MARGIN``, and nothing at all when ``s <= delta``
+  (the order-lam RDP bound alone certifies);
+
+and the add direction needs no sampling at and above ``ln(1 / pi(empty))`` (exactly 0) or
+where the deterministic bound of docs/math.md §10 suffices (route ``"deterministic"``: its
+delta at the answer's epsilon is at most the target delta, or for an epsilon question its
+epsilon at delta is within the precision of the escort's estimate); elsewhere it would be
+verified by plain sampling on the same ``m`` (:func:`add_needs_sampling`), so the escort then
+saves nothing.
+:func:`choose_route` estimates ``s`` from a small escort pilot (the estimate's epsilon, or the
+sigma the escort's pilot centres a calibration sweep on), times both routes with their own
+engines' rates (:func:`~minsep.accountants.escort_engine.measure_escort_seconds` for the
+escort, the plain engine's probe for plain) and takes the cheaper; with a time limit the
+samples are cut to fit, down to ``LOOSEST_PRECISION``, and a route that does not fit even then
+is refused with its estimate. The choice is a planning rule: it is fixed before any
+verification draw, so it never touches the guarantee, only the cost and the tightness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import attrs
+
+from minsep.accountants.escort_engine import (
+    CHUNK_ELEMENTS,
+    DEFAULT_ORDERS,
+    EscortProposal,
+    add_bound,
+    add_threshold,
+    choose_setup,
+    measure_escort_seconds,
+)
+from minsep.framework.errors import CalibrationError, ConfigurationError
+from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.montecarlo import EngineConfig
+from minsep.framework.montecarlo.bounds import base_delta, min_samples
+from minsep.framework.montecarlo.evr import DEFAULT_LADDER
+from minsep.framework.montecarlo.planning import format_seconds
+from minsep.framework.montecarlo.precision import LOOSEST_PRECISION, samples_for_precision
+
+if TYPE_CHECKING:
+    from minsep.accountants.monte_carlo import MonteCarloAccountant
+
+__all__ = ["Route", "add_needs_sampling", "auto_proposal", "choose_route", "escort_samples"]
+
+#: Claims verified per question (the union bound of docs/math.md §7).
+CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
+#: The planning formula underestimates the escort's need 2-4x (it ignores the pilot's noise and
+#: the candidate ladder; docs/rdp-escort.md §8, cost): the samples planned are this multiple.
+ESCORT_MARGIN = 3
+#: Escort draws of the routing pilot (it only estimates; it never certifies).
+ROUTE_PILOT = 1_000
+#: The fewest escort samples a time limit may cut a run to, as a fraction of those planned.
+_LOOSEST_FRACTION = 0.25
+#: Sweep entries an escort calibration typically verifies (guards, then down to the centre).
+WALKED_ENTRIES = 12
+
+
+@attrs.frozen
+class Route:
+    """A chosen route: ``proposal`` (``"plain"`` or ``"escort"``), ``samples`` per direction,
+    the ``precision`` they plan for, the estimated ``seconds`` (None when not timed) and the
+    one-line ``reason``; ``refused`` when no route fits the time limit (``reason`` says
+    what it would need)."""
+
+    proposal: str
+    samples: int
+    precision: float
+    seconds: float | None
+    reason: str
+    refused: bool = False
+
+
+def add_needs_sampling(
+    model: PrivacyLossModel,
+    epsilon: float,
+    sigma: float | None = None,
+    delta: float | None = None,
+    slack: float | None = None,
+) -> bool:
+    """Whether the add direction at ``epsilon`` is verified by plain sampling in an escort run.
+
+    Not at or above ``ln(1 / pi(empty))`` (exactly 0, docs/rdp-escort.md §8), nor, at a known
+    ``sigma`` and ``delta``, where the deterministic bound of docs/math.md §10 suffices: its
+    delta at ``epsilon`` is at most ``delta``, or its epsilon at ``delta`` is at most
+    ``epsilon * (1 + slack)`` (an epsilon question releases the larger of the two directions'
+    epsilons, so the bound then costs at most the ``slack`` fraction).
+    """
+    eps = float(epsilon)
+    if eps >= add_threshold(model):
+        return False
+    if sigma is None or delta is None:
+        return True
+    bound = add_bound(model, float(sigma))
+    if bound.delta(eps) <= float(delta):
+        return False
+    return slack is None or not bound.epsilon(float(delta)) <= eps * (1.0 + slack)
+
+
+def auto_proposal(
+    model: PrivacyLossModel,
+    samples: int,
+    sigma: float | None,
+    delta: float | None,
+    epsilon: float,
+) -> tuple[bool, str | None]:
+    """Whether ``proposal="auto"`` with ``samples`` fixed by the caller takes the escort (the
+    route of a question whose samples were not chosen by :func:`choose_route`), and the note
+    saying why (None: nothing to say). For an epsilon or calibrate question (``delta`` given):
+    where plain sampling cannot certify ``delta`` with ``samples`` at all. For a delta question:
+    where the escort's support bound at ``epsilon`` is below 1e-2 (its weights then vary far
+    less than plain samples). Never where the model has no affordable escort."""
+    unavailable = EscortProposal().unavailable(model)
+    if unavailable is not None:
+        return False, f"proposal: plain (auto): the escort cannot run here: {unavailable}."
+    if delta is not None:
+        try:
+            base_delta(samples, float(delta), candidates=len(DEFAULT_LADDER))
+        except ConfigurationError:
+            return True, (
+                f"proposal: escort (auto): plain Monte Carlo cannot certify delta = "
+                f"{delta:.3g} with {samples} samples; importance sampling from the escort "
+                "R_lam can (docs/rdp-escort.md §8)."
+            )
+        return False, None
+    assert sigma is not None
+    try:
+        setups = EscortProposal().setups(model, sigma)
+    except ConfigurationError:
+        return False, None
+    best = choose_setup(setups, epsilon)
+    if best.log_support(epsilon) < math.log(1e-2):
+        return True, (
+            f"proposal: escort (auto): its support bound s_{best.order}(eps) = "
+            f"{math.exp(best.log_support(epsilon)):.3g} < 1e-2, so its weights vary far less "
+            "than plain samples."
+        )
+    return False, None
+
+
+def escort_samples(delta: float, log_support: float, precision: float, candidates: int) -> int:
+    """``m_escort`` of the module docstring (at least 100, the accountant's floor; 100 when the
+    support bound alone certifies)."""
+    log_ratio = math.log(delta) - log_support  # ln(delta / s)
+    if log_ratio >= 0.0:
+        return 100
+    normalised = math.exp(min(log_ratio, math.log(0.5)))
+    target = math.exp(math.log(normalised) + precision * math.log(delta))
+    need = min_samples(target, normalised, candidates=candidates)
+    return max(100, int(ESCORT_MARGIN * need))
+
+
+def _add_first(
+    accountant: MonteCarloAccountant,
+    model: PrivacyLossModel,
+    question: str,
+    numbers: dict[str, float],
+    precision: float,
+) -> str | None:
+    """Why the escort cannot save anything, known before its pilot: the add direction needs
+    plain sampling (:func:`add_needs_sampling`) at the target epsilon of a calibration even at
+    the most private sigma ``sigma_high`` (the §10 bound decreases in sigma), or at every
+    epsilon up to the escort's own RDP bound at ``delta`` (an upper bound on the certified
+    epsilon)."""
+    delta = float(numbers["delta"])
+    if question == "calibrate":
+        epsilon = float(numbers["epsilon"])
+        sigma = accountant.sigma_high
+    else:
+        sigma = float(numbers["sigma"])
+        try:
+            setups = EscortProposal().setups(model, sigma)
+        except ConfigurationError:
+            return None  # the pilot reports it
+        epsilon = min(s.epsilon_at(math.log(delta)) for s in setups)
+    slack = None if question == "calibrate" else precision
+    if not add_needs_sampling(model, epsilon, sigma, delta, slack):
+        return None
+    return _add_reason(model, epsilon, sigma)
+
+
+def _add_reason(model: PrivacyLossModel, epsilon: float, sigma: float) -> str:
+    """The route's reason when the add direction would need plain sampling."""
+    return (
+        f"the add direction needs plain sampling at epsilon {epsilon:.4g}, sigma {sigma:.4g} "
+        f"(below ln(1/pi(empty))"
+        f" = {add_threshold(model):.4g}, and the deterministic bound of docs/math.md §10 does "
+        "not suffice), so the escort saves nothing"
+    )
+
+
+def _escort_estimate(
+    accountant: MonteCarloAccountant,
+    model: PrivacyLossModel,
+    question: str,
+    numbers: dict[str, float],
+    config: EngineConfig,
+) -> tuple[float, float, float, tuple[float, float]]:
+    """``(sigma, epsilon, ln s, escort rates)`` the escort run would see, from a
+    small escort pilot on its own seed (stream 0 of seed + 1: never a run's draws)."""
+    proposal = EscortProposal()
+    delta = float(numbers["delta"])
+    seed = 0 if accountant.seed is None else accountant.seed + 1
+    if question == "epsilon":
+        sigma = float(numbers["sigma"])
+        setups = proposal.setups(model, sigma)
+        setup = min(setups, key=lambda s: s.epsilon_at(math.log(delta)))
+        _, _, epsilon = proposal._pilot(model, setup, delta, ROUTE_PILOT, seed, config, " route")
+        setup = choose_setup(setups, epsilon)
+        log_support = setup.log_support(epsilon)
+    else:
+        epsilon = float(numbers["epsilon"])
+        centre = proposal.locate_sigma(
+            model,
+            epsilon,
+            delta / 2.0,
+            samples=ROUTE_PILOT,
+            seed=seed,
+            config=config,
+            low=accountant.sigma_low,
+            high=accountant.sigma_high,
+            steps=10,
+        )
+        sweep = accountant._sweep(centre)
+        setups, log_support = proposal.sweep_plan(model, sweep, epsilon)
+        setup, sigma = setups[0], centre
+    return sigma, epsilon, log_support, measure_escort_seconds(model, setup)
+
+
+def _escort_stages(question: str, samples: int, pilot: int) -> list[int]:
+    """Draws of each escort sampling call of a run: pilot and verification (a calibration:
+    a 14-step locating pilot, then ``WALKED_ENTRIES`` sweep entries of ``samples`` each)."""
+    if question == "calibrate":
+        return [pilot] * 14 + [samples] * WALKED_ENTRIES
+    return [pilot, samples]
+
+
+def _escort_seconds(
+    accountant: MonteCarloAccountant,
+    model: PrivacyLossModel,
+    question: str,
+    samples: int,
+    pilot: int,
+    rates: tuple[float, float],
+) -> float:
+    """Estimated seconds of an escort run: every chunk of every sampling call pays the
+    sampler's forward passes (``rates[0]``), every draw ``rates[1]``, chunks shared among the
+    workers; and, in the calling process, the passes that compute ``ln Z`` (about half a
+    chunk's fixed cost each): every order at each locating step and at the sweep's smallest
+    sigma, then the chosen order at every sweep entry (a calibration), or every order once
+    (an epsilon)."""
+    fixed, per_draw = rates
+    chunk = max(1, min(accountant._chunk(model), CHUNK_ELEMENTS // max(model.n_steps, 1)))
+    total = sum(
+        -(-size // chunk) * fixed + size * per_draw
+        for size in _escort_stages(question, samples, pilot)
+    )
+    orders = len(DEFAULT_ORDERS)
+    passes = orders if question != "calibrate" else 15 * orders + len(accountant._sweep(1.0))
+    return total / max(accountant.workers, 1) + passes * fixed / 2
+
+
+def choose_route(
+    accountant: MonteCarloAccountant,
+    model: PrivacyLossModel,
+    question: str,
+    numbers: dict[str, float],
+    precision: float,
+    max_seconds: float | None,
+    plain_seconds: Callable[[], float | None],
+) -> Route:
+    """The cheaper sound route for ``question`` (``"epsilon"`` or ``"calibrate"``) at
+    ``precision`` (module docstring). ``plain_seconds`` gives the plain engine's estimate for
+    ``m_plain`` samples (None when not timed), asked only when the escort is an option; the
+    escort is timed here with its own rate.
+    """
+    delta = float(numbers["delta"])
+    candidates = CANDIDATES[question]
+    plain_m = samples_for_precision(delta, precision, candidates=candidates)
+    plain = Route("plain", plain_m, precision, None, "plain sampling")
+    why_not = None
+    escort: Route | None = None
+    if accountant.proposal == "plain":
+        why_not = "proposal 'plain' was asked for"
+    else:
+        why_not = EscortProposal().unavailable(model)
+    if why_not is None:
+        why_not = _add_first(accountant, model, question, numbers, precision)
+    if why_not is None:
+        try:
+            config = EngineConfig(progress=False)
+            sigma, epsilon, log_s, rates = _escort_estimate(
+                accountant, model, question, numbers, config
+            )
+        except (ConfigurationError, CalibrationError) as exc:
+            why_not = f"the escort cannot run here ({exc})"
+        else:
+            slack = None if question == "calibrate" else precision
+            if add_needs_sampling(model, epsilon, sigma, delta, slack):
+                why_not = _add_reason(model, epsilon, sigma)
+            else:
+                add = "exact zero" if epsilon >= add_threshold(model) else "deterministic (§10)"
+                m = escort_samples(delta, log_s, precision, candidates)
+                pilot = accountant.pilot_samples or max(m // 4, 1000)
+                seconds = _escort_seconds(accountant, model, question, m, pilot, rates)
+                escort = Route(
+                    "escort",
+                    m,
+                    precision,
+                    seconds,
+                    f"escort (support bound s = {math.exp(log_s):.3g} = "
+                    f"{math.exp(log_s) / delta:.3g} x delta at sigma {sigma:.4g}, epsilon "
+                    f"{epsilon:.4g}; add direction {add})",
+                )
+    if accountant.proposal == "escort" and escort is None:
+        raise ConfigurationError(
+            f"MonteCarloAccountant.proposal = 'escort' is invalid here: {why_not}; use "
+            "proposal 'plain' or 'auto'",
+            parameter="proposal",
+        )
+    best = plain if escort is None else escort
+    if escort is not None and accountant.proposal == "auto":
+        plain = attrs.evolve(plain, seconds=plain_seconds())
+        best = min((plain, escort), key=_cost)
+    if why_not is not None:
+        best = attrs.evolve(best, reason=f"{best.reason}, not the escort: {why_not}")
+    return _fit(best, delta, candidates, max_seconds)
+
+
+def _cost(route: Route) -> tuple[float, int]:
+    """Estimated seconds, then samples (a route not timed compares by samples)."""
+    return (math.inf if route.seconds is None else route.seconds, route.samples)
+
+
+def _fit(route: Route, delta: float, candidates: int, max_seconds: float | None) -> Route:
+    """``route`` with its samples cut to fit ``max_seconds`` (down to ``LOOSEST_PRECISION``),
+    or refused with the time it would need."""
+    if max_seconds is None or route.seconds is None or route.seconds <= max_seconds:
+        return route
+    per_sample = route.seconds / route.samples
+    fitted = int(max_seconds / per_sample)
+    fewest = max(100, int(route.samples * _LOOSEST_FRACTION))
+    if route.proposal == "plain":
+        fewest = samples_for_precision(delta, LOOSEST_PRECISION, candidates=candidates)
+    if fitted < fewest:
+        need = fewest * per_sample
+        return attrs.evolve(
+            route,
+            refused=True,
+            reason=(
+                f"{route.reason}: estimated {format_seconds(route.seconds)} for "
+                f"{route.samples:,} samples per direction, and {format_seconds(need)} even at "
+                f"precision {LOOSEST_PRECISION:g}; over the limit of {format_seconds(max_seconds)}"
+            ),
+        )
+    return attrs.evolve(
+        route,
+        samples=fitted,
+        seconds=fitted * per_sample,
+        reason=(
+            f"{route.reason}: cut to {fitted:,} samples to fit {format_seconds(max_seconds)} "
+            f"(estimated {format_seconds(route.seconds)} for {route.samples:,})"
+        ),
+    )
+
+
+def escort_plan(
+    accountant: MonteCarloAccountant,
+    model: PrivacyLossModel,
+    proposal: EscortProposal,
+    question: str,
+    sigma: float,
+    epsilon: float,
+) -> tuple[str, float | None]:
+    """The plan line of an escort run and its estimated seconds (None when the escort cannot
+    be timed at ``sigma``), from the escort engine's own rate
+    (:func:`~minsep.accountants.escort_engine.measure_escort_seconds`), with the plain add
+    direction's draws when :func:`add_needs_sampling` (timed by the plain probe) unless the
+    route chooser already found it needs none."""
+    samples, pilot = accountant.samples, accountant._pilot()
+    try:
+        setups = proposal.setups(model, sigma)
+    except ConfigurationError as exc:
+        return f"{question} (escort): time not estimated ({exc})", None
+    setup = choose_setup(setups, epsilon)
+    rates = measure_escort_seconds(model, setup, max_states=proposal.max_states)
+    seconds = _escort_seconds(accountant, model, question, samples, pilot, rates)
+    draws = sum(_escort_stages(question, samples, pilot))
+    text = (
+        f"{question} (escort, order {setup.order}): estimated {format_seconds(seconds)} for "
+        f"about {draws:,} escort draws (measured on one worker: {rates[0]:.3g} s per chunk's "
+        f"forward pass, {1.0 / max(rates[1], 1e-12):,.0f} draws/s"
+    )
+    if question == "calibrate":
+        text += f"; a calibration verifies about {WALKED_ENTRIES} sweep entries"
+    threshold = add_threshold(model)
+    routed = accountant.routed is not None  # the route found the add direction needs no draw
+    if not routed and (question == "epsilon" or add_needs_sampling(model, epsilon)):
+        plain = accountant._plan(model, question, sigma, measure=True)
+        add = None if plain.estimated_seconds is None else plain.estimated_seconds / 2
+        if add is not None:
+            when = ""
+            if question == "epsilon":  # epsilon is known after the pilot only
+                when = (
+                    f"if epsilon < ln(1/pi(empty)) = {threshold:.4g} and the bound of "
+                    "docs/math.md §10 does not suffice, "
+                )
+            else:
+                seconds += add
+            text += f"; plus, {when}the add direction by plain sampling, {format_seconds(add)}"
+    return text + ")", seconds

@@ -1,0 +1,120 @@
+"""The escort's order over a calibration sweep, and ``proposal="auto"`` falling back to plain.
+
+docs/rdp-escort.md §8. The calibration's order minimises the largest support bound over the
+sweep (the bound at the smallest sigma: Z_lam is non-increasing in sigma); where the escort
+cannot run, ``auto`` answers with plain sampling and says so instead of raising.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dp_accounting.pld import privacy_loss_distribution
+
+from minsep.accountants.escort_engine import (
+    DEFAULT_ORDERS,
+    EscortProposal,
+    choose_setup,
+    escort_setups,
+)
+from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.montecarlo import EngineConfig, calibrate_sweep
+from minsep.schemes.b_min_sep import BMinSep
+from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+from minsep.strategies import BandedToeplitz
+
+QUIET = EngineConfig(progress=False)
+# The issue's case: DP-SGD n = 500, q = 0.005, eps = 4.5, sweep 0.75 / 0.65 / 0.55.
+N, P, EPSILON, SWEEP = 500, 0.005, 4.5, (0.75, 0.65, 0.55)
+
+
+def dp_sgd() -> BMinSepLossModel:
+    return BMinSepLossModel(
+        coefficients=(1.0,), n_steps=N, min_sep=1, probability=P, warm_start=False
+    )
+
+
+def largest_bounds() -> dict[int, float]:
+    """ln of the largest support bound over the sweep, per order affordable everywhere."""
+    model, out = dp_sgd(), {}
+    for lam in DEFAULT_ORDERS:
+        try:
+            out[lam] = max(escort_setups(model, s, (lam,))[0].log_support(EPSILON) for s in SWEEP)
+        except ConfigurationError:
+            continue
+    return out
+
+
+def test_sweep_order_minimises_the_largest_support_bound() -> None:
+    worst = largest_bounds()
+    order = EscortProposal().sweep_order(dp_sgd(), SWEEP, EPSILON)
+    assert worst[order] == min(worst.values())
+    assert order == 3 and worst[3] < -8.0
+    # the former choice (best at the middle sigma) has a bound above 1 at the smallest sigma
+    middle = choose_setup(EscortProposal().setups(dp_sgd(), SWEEP[1]), EPSILON).order
+    assert middle != order and worst[middle] > 0.0
+
+
+def test_escort_calibration_certifies_on_the_issue_sweep() -> None:
+    delta = 1e-5
+    result = calibrate_sweep(
+        dp_sgd(),
+        SWEEP,
+        EPSILON,
+        delta,
+        samples=4_000,
+        seed=11,
+        config=QUIET,
+        proposal=EscortProposal(),
+    )
+    assert result.proposal is not None and result.proposal.order == 3
+    exact = (
+        privacy_loss_distribution.from_gaussian_mechanism(
+            result.sigma, sampling_prob=P, value_discretization_interval=1e-4
+        )
+        .self_compose(N)
+        .get_delta_for_epsilon(EPSILON)
+    )
+    assert exact <= delta
+
+
+def wide_min_sep() -> tuple[BMinSep, BandedToeplitz]:
+    """b = 4100: (b + 1)^2 > 2^24 states, so no escort order fits the default budget."""
+    scheme = BMinSep.from_rate(8, 1 / 4100, min_sep=4100)
+    return scheme, BandedToeplitz.optimal(8, 2)
+
+
+def test_unavailable_names_the_state_budget() -> None:
+    scheme, strategy = wide_min_sep()
+    reason = EscortProposal().unavailable(scheme.loss_model(strategy))
+    assert reason is not None and "max_states" in reason
+    assert EscortProposal().unavailable(dp_sgd()) is None
+
+
+def test_auto_does_not_choose_an_escort_that_cannot_run() -> None:
+    scheme, strategy = wide_min_sep()
+    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=1_000, seed=3, progress=False)
+    for ask in (
+        lambda: accountant.calibrate(scheme, strategy, 2.0, 1e-6),
+        lambda: accountant.epsilon(scheme, strategy, 1.0, 1e-6),
+    ):
+        with pytest.raises(ConfigurationError, match="samples") as info:
+            ask()
+        assert "escort_setups" not in str(info.value)  # the plain refusal, not the escort's
+
+
+def test_auto_calibration_falls_back_when_the_sweep_defeats_the_escort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_order_helps(*args: object, **kwargs: object) -> None:
+        raise ConfigurationError("no affordable order helps (test)")
+
+    monkeypatch.setattr(EscortProposal, "sweep_plan", no_order_helps)
+    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=3, progress=False)
+    with pytest.raises(ConfigurationError, match=r"chose the escort .* cannot run here") as info:
+        accountant.calibrate(*dp_sgd_pair(), 4.5, 1e-6)
+    assert "no affordable order helps (test)" in str(info.value)
+
+
+def dp_sgd_pair() -> tuple[BMinSep, BandedToeplitz]:
+    return BMinSep.from_rate(N, P, min_sep=1), BandedToeplitz.optimal(N, 1)

@@ -1,0 +1,116 @@
+"""Route choice: plain or escort, and how many samples, from the question (accountants/routes.py,
+docs/rdp-escort.md §8)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from minsep.accountants import escort_engine, routes
+from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
+from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.routes import ESCORT_MARGIN, escort_samples
+from minsep.framework.cli.main import main
+from minsep.framework.montecarlo.bounds import min_samples
+from minsep.framework.montecarlo.precision import samples_for_precision
+from minsep.schemes.b_min_sep import BMinSep
+from minsep.strategies import BandedToeplitz
+
+# One expected participation (ln(1/pi(empty)) ~ 1): the add direction is exactly 0 at the
+# certified epsilon (~2.5), where the escort's support bound is a few tens of delta.
+N, RATE, SIGMA, DELTA = 64, 1 / 64, 0.8, 1e-8
+
+
+def pair() -> tuple[BMinSep, BandedToeplitz]:
+    return BMinSep.from_rate(N, RATE, min_sep=4), BandedToeplitz.optimal(N, 2)
+
+
+def accountant(**options: object) -> MonteCarloAccountant:
+    return MonteCarloAccountant(seed=5, progress=False, **options)  # type: ignore[arg-type]
+
+
+def test_escort_samples_follow_the_normalised_problem() -> None:
+    delta = 1e-8
+    assert escort_samples(delta, math.log(delta / 2), 0.05, 8) == 100  # s <= delta: RDP alone
+    s = 50 * delta
+    expected = min_samples(delta**1.05 / s, delta / s, candidates=8)
+    assert escort_samples(delta, math.log(s), 0.05, 8) == int(ESCORT_MARGIN * expected)
+    # a looser support bound needs more samples, and never more than plain sampling's order
+    assert escort_samples(delta, math.log(500 * delta), 0.05, 8) > escort_samples(
+        delta, math.log(s), 0.05, 8
+    )
+
+
+def test_the_escort_rate_probe_measures_a_pass_and_a_draw() -> None:
+    scheme, strategy = pair()
+    model = scheme.loss_model(strategy)
+    fixed, per_draw = measure_escort_seconds(model, escort_setups(model, SIGMA, (2,))[0])
+    assert 0 < fixed < math.inf and 0 < per_draw < math.inf
+
+
+def test_auto_takes_the_escort_where_it_is_cheaper() -> None:
+    scheme, strategy = pair()
+    numbers = {"sigma": SIGMA, "delta": DELTA}
+    chosen, route = accountant().route(scheme, strategy, "epsilon", numbers, 0.05)
+    plain = samples_for_precision(DELTA, 0.05, candidates=8)
+    assert route.proposal == "escort" and chosen.proposal == "escort"
+    assert chosen.samples == route.samples < plain / 100
+    assert "support bound" in route.reason
+
+
+def test_plain_is_kept_where_the_add_direction_needs_sampling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Loose:  # a §10 bound that never suffices
+        def delta(self, epsilon: float) -> float:
+            return 1.0
+
+        def epsilon(self, delta: float) -> float:
+            return math.inf
+
+    monkeypatch.setattr(routes, "add_bound", lambda model, sigma: Loose())
+    scheme, strategy = pair()
+    numbers = {"epsilon": 0.5, "delta": DELTA}  # below ln(1/pi(empty)) ~ 1
+    _, route = accountant().route(scheme, strategy, "calibrate", numbers, 0.05)
+    assert route.proposal == "plain" and "add direction needs plain sampling" in route.reason
+    assert route.samples == samples_for_precision(DELTA, 0.05)
+
+
+def test_the_deterministic_add_bound_spares_the_add_samples() -> None:
+    """docs/math.md §10: below ln(1/pi(empty)) the add direction needs no sampling where the
+    bound's delta at epsilon is at most delta, or (epsilon questions, with a slack) where its
+    epsilon at delta is within the slack of the answer's."""
+    scheme, strategy = pair()
+    model = scheme.loss_model(strategy)
+    assert routes.add_needs_sampling(model, 0.5)  # sigma unknown: no bound to use
+    assert routes.add_needs_sampling(model, 0.5, 1.0, DELTA)  # delta_add(0.5) <~ 6e-4 there
+    assert not routes.add_needs_sampling(model, 0.5, 2.0, DELTA)  # <= 4e-13 at sigma 2
+    bound = escort_engine.add_bound(model, 1.0).epsilon(DELTA)  # ~ 0.74
+    assert not routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.1)
+    assert routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.01)
+    assert not routes.add_needs_sampling(model, 1.1, 1.0, DELTA)  # exactly 0 above ln(1/pi)
+
+
+def test_a_fixed_proposal_is_respected() -> None:
+    scheme, strategy = pair()
+    numbers = {"sigma": SIGMA, "delta": DELTA}
+    _, route = accountant(proposal="plain").route(scheme, strategy, "epsilon", numbers, 0.05)
+    assert route.proposal == "plain"
+
+
+def test_epsilon_runs_the_route_it_chose(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "4", "--bands", "2", "--steps",
+            str(N), "--rate", "1/64", "--sigma", str(SIGMA), "--delta", str(DELTA), "--seed",
+            "5", "--precision", "0.1", "--no-cache", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["proposal"]["method"] == "escort"
+    assert "by the escort route" in captured.err
+    assert "epsilon (escort, order" in captured.err  # the plan used the escort's rates
+    assert result["certified_epsilon"] >= result["epsilon"]
+    # the route chose the escort, the caller did not ask for it
+    assert any(n.startswith("proposal: escort (route): escort") for n in result["notes"])
+    assert not any("escort (requested)" in n for n in result["notes"])
