@@ -57,6 +57,9 @@ _NORM_SLACK = 1e-9
 _POWER_STEPS = 200
 #: Orders kappa searched (any kappa > 0 is valid).
 _KAPPA_RANGE = (1e-3, 1e4)
+#: Relative inflation of ``-ln pi(empty)``: covers float64 rounding of the chain's log-sum (as
+#: the ``rdp`` accountant and the escort's add threshold do), so the floor errs upward.
+_PI_EMPTY_INFLATE = 1e-10
 
 
 def log_c(kappa: float) -> float:
@@ -221,7 +224,10 @@ def chain_add_bound(chain: ParticipationChain, norm: float, sigma: float) -> Add
         n_steps=chain.n_steps,
         probability=chain.probability,
         noise=sigma / norm,
-        # pi(empty) = 0 (every unit participates): the most negative finite value, a lower
-        # bound on ln pi(empty), so the floor (1 - e^eps pi(empty))_+ only grows (conservative)
-        log_no_participation=max(min(chain.log_no_participation(), 0.0), -sys.float_info.max),
+        # ln pi(empty) inflated (rounding, :data:`_PI_EMPTY_INFLATE`); pi(empty) = 0 (every unit
+        # participates): the most negative finite value, where the floor is 1 below eps ~ 1e308
+        log_no_participation=max(
+            min(chain.log_no_participation(), 0.0) * (1.0 + _PI_EMPTY_INFLATE),
+            -sys.float_info.max,
+        ),
     )

@@ -227,3 +227,20 @@ def test_certain_participation_keeps_the_trivial_bounds() -> None:
     bound = add_bound(model, 2.0)
     assert bound.delta(2.0) == 1.0 and bound.delta(50.0) == 1.0
     assert bound.epsilon(1e-6) > 1e300
+
+
+def test_empty_pattern_floor_is_never_below_the_inflated_threshold() -> None:
+    """The floor (1 - e^eps pi(empty))_+ of the §10 bound errs upward like the escort's add
+    threshold: just below that (rounding-inflated) threshold the bound never claims 0, so the
+    'deterministic' route cannot certify where the 'exact zero' route refuses."""
+    from minsep.accountants.escort_engine import add_bound, add_threshold
+
+    model = BMinSep(n_steps=64, rate=0.01, min_sep=4).loss_model(
+        BandedToeplitz(coefficients=(1, 1, 1, 1))
+    )
+    bound = add_bound(model, 1.0)
+    exact = -model.participation_chain().log_no_participation()
+    eps = math.nextafter(add_threshold(model), 0.0)
+    assert eps > exact  # strictly between the raw and the inflated threshold
+    assert bound.delta(eps) > 0.0
+    assert bound.epsilon(1e-300) >= exact
