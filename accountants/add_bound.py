@@ -46,6 +46,8 @@ _LEFT = -38.0
 _RIGHT = 38.0
 #: Largest exponent a evaluated on the grid (beyond: the tail bound takes over).
 _MAX_EXPONENT = 600.0
+#: Most grid points (both pieces); beyond (tiny s) the pointwise bound h <= (1 - p)^-kappa.
+_MAX_POINTS = 5_000_000
 #: Relative and absolute slack added to the Riemann sum of h - 1: float64 rounding of the
 #: cell masses (differences of ndtr, relative error << 1e-9) and of the integrand (absolute
 #: error a few ulps times (|g - 1| + kappa |s|), whose mean is <= kappa p (2 + kappa)).
@@ -75,6 +77,7 @@ def log_h_upper(p: float, s: float, kappa: float) -> float:
     sum takes each cell's left end below t* and its right end above, with exact cell masses.
     Tails: below the grid ``k <= (1 - p)^-kappa - 1 - kappa p``; above it ``k <= kappa p e^a``,
     whose Gaussian mean beyond T is ``kappa p Phi(1/s - T)`` (docs/math.md §10).
+    A grid over ``_MAX_POINTS`` (tiny s) is replaced by the pointwise ``h <= (1 - p)^-kappa``.
     """
     if p <= 0.0:
         return 0.0
@@ -83,9 +86,12 @@ def log_h_upper(p: float, s: float, kappa: float) -> float:
     star = 0.5 / s
     right = min(star + 1.0 / s + _RIGHT, s * _MAX_EXPONENT + star)
     step = min(1.0, s) / _POINTS_PER_UNIT
+    log1mp = math.log1p(-p)
+    if (right - _LEFT) / step > _MAX_POINTS:
+        # 1 - p + p e^a >= 1 - p pointwise, so h <= (1 - p)^-kappa (docs/math.md §10)
+        return -kappa * log1mp * (1.0 + _RELATIVE_SLACK)
     left_grid = np.linspace(_LEFT, star, max(int((star - _LEFT) / step), 2) + 1)
     right_grid = np.linspace(star, right, max(int((right - star) / step), 2) + 1)
-    log1mp = math.log1p(-p)
 
     def k_of(t: np.ndarray) -> np.ndarray:
         u = p * np.expm1(t / s - 0.5 / (s * s))

@@ -244,3 +244,14 @@ def test_empty_pattern_floor_is_never_below_the_inflated_threshold() -> None:
     assert eps > exact  # strictly between the raw and the inflated threshold
     assert bound.delta(eps) > 0.0
     assert bound.epsilon(1e-300) >= exact
+
+
+def test_tiny_noise_uses_the_pointwise_bound_without_a_huge_grid() -> None:
+    """At s = 1e-4 the grid would need ~10^10 points (memory); U_i >= 1 - p pointwise gives
+    h <= (1 - p)^-kappa instead, which is still above the quadrature value."""
+    p, kappa = 0.1, 1.0
+    value = log_h_upper(p, 1e-4, kappa)
+    assert value == pytest.approx(-kappa * math.log1p(-p), rel=1e-5)
+    assert value >= -kappa * math.log1p(-p)
+    # just inside the grid's budget the grid's answer is no looser than the pointwise bound
+    assert log_h_upper(p, 0.02, kappa) <= value
