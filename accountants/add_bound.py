@@ -202,6 +202,8 @@ class AddDirectionBound:
         """An upper bound on the add direction's epsilon(delta): ``min_kappa (ln c_kappa +
         ln E_Q[U^-kappa] - ln delta) / kappa``, and at most ``ln((1 - delta) / pi(empty))``."""
         cap = max(0.0, math.log1p(-delta) - self.log_no_participation)
+        if self.log_no_participation <= -sys.float_info.max:  # pi(empty) = 0: no finite cap
+            cap = math.inf
         if self.probability >= 1.0:  # p = 1: no Chernoff bound, only the cap
             return cap
         log_delta = math.log(delta)
