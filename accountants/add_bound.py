@@ -194,6 +194,8 @@ class AddDirectionBound:
     def delta(self, epsilon: float) -> float:
         """An upper bound on ``delta_add(epsilon)`` (also ``<= (1 - e^eps pi(empty))_+``)."""
         floor = max(0.0, -math.expm1(epsilon + self.log_no_participation))
+        if self.log_no_participation <= -sys.float_info.max:  # pi(empty) = 0: no zero floor
+            floor = 1.0
         if floor == 0.0 or self.probability >= 1.0:  # p = 1: no Chernoff bound, the floor
             return floor
         return min(math.exp(min(self.log_delta(epsilon)[0], 0.0)), floor)
@@ -233,7 +235,7 @@ def chain_add_bound(chain: ParticipationChain, norm: float, sigma: float) -> Add
         probability=chain.probability,
         noise=sigma / norm,
         # ln pi(empty) inflated (rounding, :data:`_PI_EMPTY_INFLATE`); pi(empty) = 0 (every unit
-        # participates): the most negative finite value, where the floor is 1 below eps ~ 1e308
+        # participates): the most negative finite value, read back as 0 (floor 1, no cap)
         log_no_participation=max(
             min(chain.log_no_participation(), 0.0) * (1.0 + _PI_EMPTY_INFLATE),
             -sys.float_info.max,

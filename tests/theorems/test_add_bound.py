@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -226,6 +227,7 @@ def test_certain_participation_keeps_the_trivial_bounds() -> None:
     model = BMinSep.from_rate(64, 1 / 8, min_sep=8).loss_model(BandedToeplitz.optimal(64, 2))
     bound = add_bound(model, 2.0)
     assert bound.delta(2.0) == 1.0 and bound.delta(50.0) == 1.0
+    assert bound.delta(sys.float_info.max) == 1.0  # not 0 at the stand-in's threshold
     assert math.isinf(bound.epsilon(1e-6))  # no finite epsilon for a route to raise to
 
 
