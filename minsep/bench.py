@@ -36,37 +36,13 @@ Every figure is the best and the median of ``--repeats`` repetitions, by wall cl
 CPU-second actually used (this process, plus the pool's workers read from /proc): on a shared
 machine the wall-clock figures measure the load as much as the code, the CPU-second ones much
 less so; the shares are ratios of medians per CPU-second. ``--quick`` runs CI-sized problems
-    load_start, measured_commit = _load(), bench_docs.commit()  # the code measured
-    skip = [label for label in args.skip_models.split(",") if label]
-    deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
-    progress = not args.no_progress
-    model_rows = [
-        measure_case(case, backend, repeats, args.sigma, only,
-                     skip=skip, deadline=deadline, progress=progress)
-        for case in cases
-    ]  # fmt: skip
-    engine_rows = []
-    workers = resolve_workers(args.workers) if backend.name == "numpy" else 1  # one GPU: no pool
-    for case in [] if args.no_engine else cases:
-        if deadline is not None and time.monotonic() > deadline:
-            break
-        if progress:
-            print(f"minsep.bench: [{case.name}] engine, 1 and {workers} processes ...",
-                  file=sys.stderr, flush=True)  # fmt: skip
-        engine_rows.append(measure_engine(case, args.backend, workers, repeats, args.sigma))
-    result = {
-        "command": "python -m minsep.bench " + " ".join(sys.argv[1:] if argv is None else argv),
-        "backend": backend.name,
-        "kernels": kernels,
-        "repeats": repeats,
-        "machine": bench_docs.machine(),
-        "versions": bench_docs.versions(),
-        "commit": measured_commit,
-        "load_start": load_start,
-        "load_end": _load(),
-        "cases": model_rows,
-        "engine": engine_rows,
-    }
+(seconds). A line on stderr announces each model and engine measurement (``--no-progress``:
+none); ``--skip-models A,B`` leaves models out, ``--time-limit SECONDS`` starts no further
+measurement once that time has passed (the rest are listed as skipped). ``--backend cupy``
+times the same models on a GPU (normals then come from cupy's generator; no process pool).
+``--docs docs/performance.md`` writes the figures with the machine, date, commit and each case's
+correlation plan into that file's generated section (:mod:`minsep.bench_docs`): measured figures
+live there, not in code comments.
 """
 
 from __future__ import annotations
