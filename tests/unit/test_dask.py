@@ -159,6 +159,25 @@ class _SlowSquare:
         return index * index
 
 
+def _kill_mid_chunk(pid: int, folder: Path, patience: float = 300.0) -> None:
+    """SIGKILL ``pid`` once it is computing a chunk (its start file is there, its end file not
+    yet), instead of at a fixed point of the run: how fast the machine gets there does not
+    decide whether the kill lands mid-chunk. ``patience`` only guards against a hang."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        names = {p.name for p in folder.iterdir()}
+        if any(
+            name.startswith("start-")
+            and name.endswith(f"-{pid}")
+            and name.replace("start-", "end-", 1) not in names
+            for name in names
+        ):
+            os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.002)
+    pytest.fail(f"worker {pid} never started a chunk")
+
+
 @pytest.mark.slow  # fast representative: test_bit_identical_to_local_for_any_window
 def test_a_killed_worker_does_not_change_the_result(cluster: Any, tmp_path: Path) -> None:
     """SIGKILL one of the 2 worker processes mid-run: the scheduler reruns the chunk it was
@@ -168,12 +187,12 @@ def test_a_killed_worker_does_not_change_the_result(cluster: Any, tmp_path: Path
     executor = _executor(cluster, ahead=2)
     client = executor.client()
     victim = sorted(client.run(os.getpid).values())[0]
-    traced = TracedTask(task, 0.15, folder=str(tmp_path))
+    traced = TracedTask(task, 0.5, folder=str(tmp_path))
     total = task.empty()
     for n, result in enumerate(executor.map(traced, range(task.n_chunks))):
         total.merge(result)
         if n == 3:
-            os.kill(victim, signal.SIGKILL)
+            _kill_mid_chunk(victim, tmp_path)
     assert total.to_dict() == reference.to_dict()
     assert victim not in client.run(os.getpid).values()
     files = {p.name for p in tmp_path.iterdir()}
