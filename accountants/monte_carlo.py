@@ -796,27 +796,9 @@ class MonteCarloAccountant(Accountant):
                 proposal, why = None, (*why, _fallback_note(failure))
         if proposal is None:
             delta_b = base_delta(self.samples, delta)
-            centre = locate_sigma(
-                model,
-                epsilon,
-                delta_b,
-                samples=self._pilot(),
-                seed=seed,
-                config=config,
-                low=self.sigma_low,
-                high=self.sigma_high,
-            )
+            centre = self._centre(locate_sigma, model, epsilon, delta_b, seed, config)
         elif centre is None:
-            centre = proposal.locate_sigma(
-                model,
-                epsilon,
-                delta / 2.0,
-                samples=self._pilot(),
-                seed=seed,
-                config=config,
-                low=self.sigma_low,
-                high=self.sigma_high,
-            )
+            centre = self._centre(proposal.locate_sigma, model, epsilon, delta / 2.0, seed, config)
         sweep = self._sweep(centre)
         result = calibrate_sweep(
             model,
@@ -871,6 +853,28 @@ class MonteCarloAccountant(Accountant):
             sigma_estimate=sweep[max(estimate, result.index)],
         )
 
+    def _centre(
+        self,
+        locate: Callable[..., float],
+        model: PrivacyLossModel,
+        epsilon: float,
+        pilot_delta: float,
+        seed: int,
+        config: EngineConfig,
+    ) -> float:
+        """The sweep's centre from ``locate`` (the plain or the escort pilot) at
+        ``pilot_delta``, on this accountant's pilot samples and sigma bracket."""
+        return locate(
+            model,
+            epsilon,
+            pilot_delta,
+            samples=self._pilot(),
+            seed=seed,
+            config=config,
+            low=self.sigma_low,
+            high=self.sigma_high,
+        )
+
     def _escort_centre(
         self,
         model: PrivacyLossModel,
@@ -888,16 +892,7 @@ class MonteCarloAccountant(Accountant):
         verification draw is spent before the route is fixed."""
         try:
             proposal.setups(model, self.sigma_high)
-            centre = proposal.locate_sigma(
-                model,
-                epsilon,
-                delta / 2.0,
-                samples=self._pilot(),
-                seed=seed,
-                config=config,
-                low=self.sigma_low,
-                high=self.sigma_high,
-            )
+            centre = self._centre(proposal.locate_sigma, model, epsilon, delta / 2.0, seed, config)
             proposal.sweep_plan(model, self._sweep(centre), float(epsilon))
         except (ConfigurationError, CalibrationError) as exc:
             return None, exc

@@ -32,7 +32,7 @@ from minsep.framework.cli import strategy_options
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
-from minsep.framework.parameters import CLI_KINDS, Parameter
+from minsep.framework.parameters import Parameter
 from minsep.framework.registries import accountants, schemes
 from minsep.framework.results import DeltaResult, EpsilonResult, Result
 from minsep.framework.workers import AUTO, parse_workers
@@ -365,20 +365,8 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _scheme_parameters() -> dict[str, Parameter]:
-    """Every command-line settable parameter of the registered schemes, by name (first
-    declaration wins; the scheme's own validator checks the value)."""
-    found: dict[str, Parameter] = {}
-    for entry in schemes.entries():
-        for parameter in entry.cls.parameters():
-            if parameter.kind in CLI_KINDS and parameter.name not in found:
-                found[parameter.name] = parameter
-    return found
-
-
-def _users(name: str) -> str:
-    return ", ".join(
-        e.name for e in schemes.entries() if any(p.name == name for p in e.cls.parameters())
-    )
+    """Every command-line settable parameter of the registered schemes, by name."""
+    return strategy_options.cli_parameters(schemes)
 
 
 def _parse_int(text: str) -> int:
@@ -414,7 +402,7 @@ def add_scheme_arguments(parser: argparse.ArgumentParser) -> None:
     for name, parameter in _scheme_parameters().items():
         if name in taken or parameter.flag in taken:
             continue
-        text = f"{parameter.help} [{_users(name)}]".strip()
+        text = f"{parameter.help} [{strategy_options.users_of(schemes, name)}]".strip()
         if parameter.kind == "bool":
             group.add_argument(
                 parameter.flag,

@@ -19,26 +19,33 @@ from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Strategy
 from minsep.framework.parameters import CLI_KINDS, Parameter
 from minsep.framework.registries import strategies
+from minsep.framework.registry import Registry
 
 #: The ``argparse`` dest of a strategy option's flag (kept apart from the scheme options').
 _DEST = "strategy_option_{}"
 
 
-def strategy_parameters() -> dict[str, Parameter]:
-    """Every command-line settable option of the registered strategies, by name (first
-    declaration wins; the strategy checks the value)."""
+def cli_parameters(registry: Registry[Any]) -> dict[str, Parameter]:
+    """Every command-line settable option of ``registry``'s classes (schemes or strategies),
+    by name (first declaration wins; the class's own validator checks the value)."""
     found: dict[str, Parameter] = {}
-    for entry in strategies.entries():
+    for entry in registry.entries():
         for parameter in entry.cls.parameters():
             if parameter.kind in CLI_KINDS and parameter.name not in found:
                 found[parameter.name] = parameter
     return found
 
 
-def _users(name: str) -> str:
+def users_of(registry: Registry[Any], name: str) -> str:
+    """The names of ``registry``'s classes that declare the option ``name``, for help texts."""
     return ", ".join(
-        e.name for e in strategies.entries() if any(p.name == name for p in e.cls.parameters())
+        e.name for e in registry.entries() if any(p.name == name for p in e.cls.parameters())
     )
+
+
+def strategy_parameters() -> dict[str, Parameter]:
+    """Every command-line settable option of the registered strategies, by name."""
+    return cli_parameters(strategies)
 
 
 def add_strategy_arguments(
@@ -58,7 +65,7 @@ def add_strategy_arguments(
     for name, parameter in strategy_parameters().items():
         if parameter.flag in taken:
             continue
-        text = f"{parameter.help} [{_users(name)}]".strip()
+        text = f"{parameter.help} [{users_of(strategies, name)}]".strip()
         if parameter.kind == "bool":
             group.add_argument(
                 parameter.flag,
