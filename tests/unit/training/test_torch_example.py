@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch_bandmf.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "torch_bandmf.py"
 
 
 @pytest.fixture(scope="module")

@@ -112,7 +112,7 @@ def test_entry_point_plugins_are_loaded(monkeypatch: pytest.MonkeyPatch) -> None
 
     ep = md.EntryPoint(
         name="toy_plugin",
-        value="tests.unit.test_framework_core:EveryOtherStep",
+        value="tests.unit.framework.test_framework_core:EveryOtherStep",
         group="minsep.test_plugins",
     )
     monkeypatch.setattr(md, "entry_points", lambda group: [ep] if group == ep.group else [])

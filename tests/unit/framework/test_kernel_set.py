@@ -229,7 +229,7 @@ def test_worker_processes_run_the_parents_kernel_set() -> None:
 
 def test_monte_carlo_result_without_numba_says_how_to_install_it() -> None:
     code = (
-        NO_NUMBA + "from tests.unit.test_kernel_set import _epsilon_result\n"
+        NO_NUMBA + "from tests.unit.framework.test_kernel_set import _epsilon_result\n"
         "result = _epsilon_result().to_dict()\n"
         "import json; print(json.dumps({'kernels': result['kernels'], 'notes': result['notes']}))"
     )

@@ -25,7 +25,7 @@ from tests.unit.montecarlo_toys import ToyScheme
 
 T = TypeVar("T")
 TOY = "mc_toy_checkpoint_cli_test"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from minsep.framework.registries import accountants, schemes
 from tests.unit.montecarlo_toys import ToyScheme, ToyStrategy
 
 TOY = "mc_toy_hardening_cli_test"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 fcntl = pytest.importorskip("fcntl")
 
 

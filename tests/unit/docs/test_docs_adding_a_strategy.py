@@ -11,7 +11,7 @@ import pytest
 from minsep.framework.errors import NotAccountableError
 from minsep.framework.registries import schemes, strategies
 from minsep.strategies import BufferedLinearToeplitz
-from tests.unit.doc_pages import DOCS, executed, python_blocks
+from tests.unit.docs.doc_pages import DOCS, executed, python_blocks
 
 DOC = DOCS / "adding-a-strategy.md"
 NAME = "geometric"

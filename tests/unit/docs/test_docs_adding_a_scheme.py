@@ -18,7 +18,7 @@ from minsep.framework.interfaces import Direction
 from minsep.framework.registries import schemes
 from minsep.testing import LossModelContract, assert_loss_model_matches_bruteforce
 from tests.contracts.base import SchemeContract
-from tests.unit.doc_pages import DOCS, executed, python_blocks
+from tests.unit.docs.doc_pages import DOCS, executed, python_blocks
 
 DOC = DOCS / "adding-a-scheme.md"
 NAME = "random_reshuffling"

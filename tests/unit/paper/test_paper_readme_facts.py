@@ -8,7 +8,7 @@ from pathlib import Path
 
 from minsep.paper.common import OUTPUT_DIR, read_csv
 
-README = (Path(__file__).resolve().parents[2] / "paper" / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[3] / "paper" / "README.md").read_text(encoding="utf-8")
 TEXT = " ".join(README.split())  # line breaks do not matter
 
 

@@ -16,7 +16,7 @@ from minsep.framework.backend import cupy_usable, numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.skipif(cupy_usable(), reason="a GPU is present: the check would run")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MATH = ROOT / "docs" / "math.md"
 THIS = Path(__file__).resolve()
 

@@ -11,7 +11,7 @@ import pytest
 
 from minsep import bench, bench_docs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KERNEL_MODULES = [
     *sorted((ROOT / "schemes" / "kernels").glob("*.py")),
     *sorted((ROOT / "schemes").glob("*/cpu_kernels.py")),

@@ -22,7 +22,7 @@ from minsep.framework.registries import accountants
 from minsep.framework.results import Result
 from minsep.framework.setup import accountants_supporting
 from tests.contracts.base import AccountantContract
-from tests.unit.accountants_exact_toys import (
+from tests.unit.accountants.accountants_exact_toys import (
     BANDED,
     IDENTITY,
     ToyCyclic,

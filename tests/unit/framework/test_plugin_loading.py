@@ -86,7 +86,9 @@ def test_a_class_entry_point_is_still_registered_beside_a_broken_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     good = md.EntryPoint(
-        name="capped", value="tests.unit.test_plugin_loading:CappedPoisson", group="minsep.t"
+        name="capped",
+        value="tests.unit.framework.test_plugin_loading:CappedPoisson",
+        group="minsep.t",
     )
     broken = md.EntryPoint(name="broken", value="minsep_no_such:Thing", group="minsep.t")
     monkeypatch.setattr(md, "entry_points", lambda group: [broken, good])

@@ -27,7 +27,7 @@ psutil = pytest.importorskip("psutil")  # in the dist extra (distributed needs i
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 T = TypeVar("T")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REAL = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "4", "--bands", "4", "--steps", "16",
         "--rate", "1/8", "--sigma", "1", "--delta", "1e-2", "--samples", "2000000",
         "--pilot-samples", "5000", "--seed", "11", "--chunk-size", "2500", "--json",

@@ -13,7 +13,7 @@ from minsep.framework.compare import ComparisonRow
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.registries import strategies
 from minsep.paper import mse_comparison
-from tests.unit.test_compare_strategies import NAME, GeometricTest
+from tests.unit.framework.test_compare_strategies import NAME, GeometricTest
 
 
 def _args(**changes: object) -> argparse.Namespace:
