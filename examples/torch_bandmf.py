@@ -16,7 +16,7 @@ What happens (paper §2, docs/math.md §1):
    by the expected batch size p₀·|D| and steps the wrapped SGD-with-momentum optimizer.
 4. Its ``accountant`` reports the certified (ε, δ) of the steps taken and of the whole run.
 
-``tests/unit/test_torch_example.py`` runs :func:`main` at a reduced size.
+``tests/unit/training/test_torch_example.py`` runs :func:`main` at a reduced size.
 """
 
 from __future__ import annotations
