@@ -49,7 +49,8 @@ _SHIFTER_BITS = int(np.float64(_SHIFTER).view(np.int64))
 # e^r ~ sum_j _Cj r^j on |r| <= ln(2)/2: the degree-11 interpolant of e^r at the 12 Chebyshev
 # nodes of that interval, its monomial coefficients computed in 60-digit arithmetic (mpmath) and
 # rounded to float64. Truncation error < 4.3e-18 relative (the degree-13 Taylor polynomial's is
-# 5e-18, for two more multiply-adds); the result is within 2 ulp of e^x (tests/unit/test_kernels).
+# 5e-18, for two more multiply-adds); the result is within 2 ulp of e^x
+# (tests/unit/schemes/kernels/test_kernels.py).
 _C11 = 2.5110037605963777e-08
 _C10 = 2.763263963904103e-07
 _C9 = 2.755724091857897e-06

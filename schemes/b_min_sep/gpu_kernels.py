@@ -13,8 +13,8 @@ scratch array laid out ``(b, rows)``, and the noise correlations in a ``(n, S)``
 (:func:`device_layout`), so that the threads of a warp touch consecutive addresses.
 
 The same source compiles as plain C with ``-DMINSEP_HOST`` (one loop over the rows instead of
-threads): ``tests/unit/test_kernels_cuda_source.py`` runs it on the host against the numba
-kernels, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
+threads): ``tests/unit/schemes/kernels/test_kernels_cuda_source.py`` runs it on the host against
+the numba kernels, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@
   <= LIMIT`` (300) a factor lies in ``[e^-300, e^300]``, so the product stays a normal float64.
   A row with some ``x_i`` outside that range (or NaN) is redone term by term in the log domain
   (``logaddexp(ln(1 - q), ln q + x_i)``, the array code's formula). Empty phases (b > n) give
-  ``L_g = 0``. Agrees with the array code to rounding (``tests/unit/test_kernels_random_phase.py``
-  pins rtol 1e-13 on losses up to 1e4).
+  ``L_g = 0``. Agrees with the array code to rounding
+  (``tests/unit/schemes/kernels/test_kernels_random_phase.py`` pins rtol 1e-13 on losses up to 1e4).
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ The FFT methods run on numpy's pocketfft (engine ``numpy``) or, where the option
 extra (pyfftw) is installed, on FFTW (engine ``fftw``, :mod:`.fftw_correlation`: faster
 transforms where measured, docs/performance.md).
 
-All three compute the same sums (FFTs to about 1e-15 relative, ``tests/unit/test_correlation.py``
-pins 1e-12). Which is fastest depends on n, k and the machine (vector width, caches), so
+All three compute the same sums (FFTs to about 1e-15 relative,
+``tests/unit/schemes/kernels/test_correlation.py`` pins 1e-12). Which is fastest depends on n, k
+and the machine (vector width, caches), so
 :func:`plan` times the candidates on one block of the running machine, once per (n, k) and
 process, instead of trusting a crossover measured elsewhere. With k <= :data:`ALWAYS_DIRECT`
 the direct sum wins on every machine measured (an FFT pair costs more than 16 bands of direct

@@ -12,8 +12,9 @@ FFTW's transforms are faster than numpy's pocketfft where measured (docs/perform
 not by timing, so every process on a machine computes the same bits (``FFTW_MEASURE`` may pick
 differently in each process, and a pool's results would then depend on which worker drew a
 chunk). Each plan transforms exactly ``rows`` rows: a shorter block is padded with zero rows,
-so every row goes through the same plan wherever it sits (``tests/unit/test_correlation.py``
-checks bit equality). Whether FFTW or numpy runs is the measured choice of :mod:`.correlation`,
+so every row goes through the same plan wherever it sits
+(``tests/unit/schemes/kernels/test_correlation.py`` checks bit equality). Whether FFTW or numpy
+runs is the measured choice of :mod:`.correlation`,
 shared by the processes of a machine through its cache file.
 
 **Licence.** pyfftw is BSD-licensed; the FFTW library its wheels bundle is GPL-2.0-or-later.

@@ -4,7 +4,8 @@ numba is a core dependency on the platforms it ships wheels for. Which kernel se
 backend's choice (:attr:`minsep.framework.backend.Backend.kernels`, made once when the backend
 is built): ``"numba"`` runs the fused host kernels (:mod:`.cpu_kernels`), ``"cuda"`` a CUDA
 kernel on cupy (for a model that has one), ``"array"`` the portable array code. All consume the
-random stream identically and agree to rounding (pinned by ``tests/unit/test_kernels*.py``).
+random stream identically and agree to rounding (pinned by
+``tests/unit/schemes/kernels/test_kernels*.py``).
 
 Under ``MINSEP_KERNELS=array`` numba is not even imported (the way to get past a broken numba
 install); :func:`njit` then returns the plain function, which no array backend calls.

@@ -14,8 +14,8 @@ values may be step-major (``(n, S)``, :func:`~minsep.schemes.b_min_sep.gpu_kerne
 so that the threads of a warp touch consecutive addresses.
 
 The same source compiles as plain C with ``-DMINSEP_HOST`` (one loop over the rows instead of
-threads): ``tests/unit/test_kernels_cuda_mixture_source.py`` runs it on the host against the
-array code, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
+threads): ``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py`` runs it on the host
+against the array code, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ signal ``<c_i, C x>`` of the array code's draw (absent for dots); ``r``: the pub
 two rings of the last b values live in a global scratch array laid out ``(2 b, rows)``.
 
 The same source compiles as plain C with ``-DMINSEP_HOST`` (a loop over the rows):
-``tests/unit/test_kernels_cuda_mixture_source.py`` runs it on the host against the array
-code. **Not yet measured on a GPU.**
+``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py`` runs it on the host against the
+array code. **Not yet measured on a GPU.**
 """
 
 from __future__ import annotations
