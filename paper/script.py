@@ -1,0 +1,148 @@
+"""Running one paper script: its clock and progress lines, its entry points (``python -m
+paper.<name>`` and ``minsep paper <name>``) and the run record it writes beside its tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from minsep.paper.options import EngineOptions, engine_options
+from minsep.paper.output import fresh_output_dir, write_metadata
+
+
+@attrs.define
+class Stopwatch:
+    """Wall and CPU (this process) seconds since construction."""
+
+    wall0: float = attrs.field(factory=time.perf_counter)
+    cpu0: float = attrs.field(factory=time.process_time)
+
+    @property
+    def wall(self) -> float:
+        """Wall seconds elapsed."""
+        return time.perf_counter() - self.wall0
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of this process elapsed (worker processes not included)."""
+        return time.process_time() - self.cpu0
+
+
+@attrs.define
+class Reporter:
+    """One line on stderr per unit of work (only when enabled: default, a terminal)."""
+
+    name: str
+    enabled: bool
+    clock: Stopwatch = attrs.field(factory=Stopwatch)
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            print(f"[{self.name} {self.clock.wall:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def run_script(
+    args: argparse.Namespace,
+    settings_from_args: Callable[[argparse.Namespace], tuple[Any, str]],
+    run_experiment: Callable[..., dict[str, Path]],
+    name: str = "run",
+) -> int:
+    """Run one script from parsed arguments; print its markdown tables and what it wrote
+    (into ``--output-dir``, else a :func:`fresh_output_dir` named after ``name``)."""
+    settings, mode = settings_from_args(args)
+    output = args.output_dir
+    if output is None:
+        output = fresh_output_dir(name)
+    written = run_experiment(
+        settings, engine_options(args), output, plots=not args.no_plot, mode=mode
+    )
+    print(written["markdown"].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in written.values()))
+    return 0
+
+
+def script_main(
+    name: str,
+    doc: str | None,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: Sequence[str] | None,
+) -> int:
+    """``python -m paper.<name>``: parse ``argv`` with the script's options and run it."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m paper.{name}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+@attrs.frozen
+class Script:
+    """One paper script's entry points from its parts: ``add_arguments`` (its options),
+    ``settings_from_args`` (settings and mode's name) and ``run_experiment`` (writes the
+    outputs, returns their paths; ``"markdown"`` is printed)."""
+
+    name: str
+    doc: str | None
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    settings_from_args: Callable[[argparse.Namespace], tuple[Any, str]]
+    run_experiment: Callable[..., dict[str, Path]]
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run from parsed arguments; prints the markdown tables."""
+        return run_script(args, self.settings_from_args, self.run_experiment, self.name)
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """``python -m paper.<name>``."""
+        return script_main(self.name, self.doc, self.add_arguments, self.run, argv)
+
+
+def attach_figure(written: dict[str, Path], figure: Path | None) -> None:
+    """Record ``figure`` as ``written["figure"]`` unless it was skipped (no matplotlib)."""
+    if figure is not None:
+        written["figure"] = figure
+
+
+def write_run_record(
+    path: Path,
+    clock: Stopwatch,
+    *,
+    mode: str,
+    settings: Any,
+    engine: EngineOptions,
+    facts: Mapping[str, Any],
+    timing: Mapping[str, Any],
+) -> Path:
+    """The JSON record of a run (:func:`~minsep.paper.output.write_metadata`): the mode, the
+    settings, the engine's deterministic part and ``facts``; the wall and CPU seconds so far
+    and ``timing``."""
+    return write_metadata(
+        path,
+        {"mode": mode, "settings": settings, "engine": engine.record(), **facts},
+        {"wall_s": clock.wall, "cpu_s_main_process": clock.cpu, **timing},
+    )
+
+
+def mean_seconds(seconds: Sequence[float]) -> float:
+    """The mean of ``seconds`` (NaN when empty: nothing of that kind ran)."""
+    return sum(seconds) / len(seconds) if seconds else float("nan")
+
+
+__all__ = [
+    "Reporter",
+    "Script",
+    "Stopwatch",
+    "attach_figure",
+    "mean_seconds",
+    "run_script",
+    "script_main",
+    "write_run_record",
+]
