@@ -47,12 +47,11 @@ from minsep.paper.plots import (
 from minsep.paper.script import (
     Reporter,
     Script,
+    ScriptRun,
     Stopwatch,
-    attach_figure,
     mean_seconds,
     run_script,
     script_main,
-    write_run_record,
 )
 
 __all__ = [
@@ -68,11 +67,11 @@ __all__ = [
     "LinePanel",
     "Reporter",
     "Script",
+    "ScriptRun",
     "Series",
     "Stopwatch",
     "add_common_arguments",
     "add_grid_overrides",
-    "attach_figure",
     "csv_differences",
     "engine_options",
     "float_list",
@@ -95,6 +94,5 @@ __all__ = [
     "warn",
     "write_csv",
     "write_metadata",
-    "write_run_record",
     "write_text",
 ]

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -62,33 +61,17 @@ from minsep.paper.options import (
     paper_samples,
     settings_with_overrides,
 )
-from minsep.paper.output import write_csv, write_text
-from minsep.paper.script import (
-    Reporter,
-    Script,
-    Stopwatch,
-    attach_figure,
-    write_run_record,
-)
+from minsep.paper.script import Script, ScriptRun
 
 NAME = "mse_comparison"
 DEFAULT_SEED = 71
 
 
-def run_experiment(
-    settings: MSESettings,
-    engine: EngineOptions,
-    output_dir: Path,
-    *,
-    plots: bool = True,
-    mode: str = "custom",
-) -> dict[str, Path]:
-    """Run the grid and write ``mse_comparison_{rows,best,ratios}.csv``, ``.json``, ``.md``
-    and ``mse_comparison.png`` into ``output_dir``; returns the paths written."""
-    clock = Stopwatch()
-    report = Reporter(NAME, engine.progress, clock)
+def _experiment(settings: MSESettings, job: ScriptRun) -> None:
+    """Run the grid and write ``mse_comparison_{rows,best,ratios,strategies}.csv``, ``.md``,
+    ``mse_comparison.png`` and ``.json``."""
     samples = settings.resolved_samples()
-    records, timing = run_grid(settings, engine, report)
+    records, timing = run_grid(settings, job.engine, job.report)
     best = best_rows(balls_in_bins_as_b_min_sep(records))
     ratios = ratio_rows(settings, best)
     by_strategy = strategy_rows(settings, records)
@@ -96,34 +79,24 @@ def run_experiment(
     if settings.strategies:
         text += "\n\nBest row of each strategy per scheme (MSE/best = 1: the winning strategy):\n\n"
         text += strategy_markdown(by_strategy)
-    written = {
-        "rows": write_csv(output_dir / f"{NAME}_rows.csv", ROW_COLUMNS, row_dicts(records)),
-        "best": write_csv(
-            output_dir / f"{NAME}_best.csv",
-            BEST_COLUMNS,
-            [
-                {"epsilon_target": e, "epoch_length": length, **attrs.asdict(r)}
-                for (e, length, _), r in best.items()
-            ],
-        ),
-        "ratios": write_csv(output_dir / f"{NAME}_ratios.csv", RATIO_COLUMNS, ratios),
-        "strategies": write_csv(
-            output_dir / f"{NAME}_strategies.csv", STRATEGY_COLUMNS, by_strategy
-        ),
-        "markdown": write_text(output_dir / f"{NAME}.md", text),
-    }
-    if plots:
-        attach_figure(written, plot(output_dir / f"{NAME}.png", settings, ratios))
-    written["metadata"] = write_run_record(
-        output_dir / f"{NAME}.json",
-        clock,
-        mode=mode,
-        settings=settings,
-        engine=engine,
-        facts={"samples": samples, "monte_carlo_calibrations": settings.monte_carlo_rows()},
-        timing={"workers": engine.workers, **_full_grid_projection(timing, samples)},
+    job.csv("rows", ROW_COLUMNS, row_dicts(records))
+    job.csv(
+        "best",
+        BEST_COLUMNS,
+        [
+            {"epsilon_target": e, "epoch_length": length, **attrs.asdict(r)}
+            for (e, length, _), r in best.items()
+        ],
     )
-    return written
+    job.csv("ratios", RATIO_COLUMNS, ratios)
+    job.csv("strategies", STRATEGY_COLUMNS, by_strategy)
+    job.markdown(text)
+    job.figure(lambda path: plot(path, settings, ratios))
+    job.record(
+        settings,
+        facts={"samples": samples, "monte_carlo_calibrations": settings.monte_carlo_rows()},
+        timing={"workers": job.engine.workers, **_full_grid_projection(timing, samples)},
+    )
 
 
 def _full_grid_projection(timing: dict[str, Any], samples: int) -> dict[str, Any]:
@@ -173,7 +146,8 @@ def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
     return settings_with_overrides(args, QUICK, FULL, keys)
 
 
-SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, run_experiment)
+SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, _experiment)
+run_experiment = SCRIPT.run_experiment
 run = SCRIPT.run
 main = SCRIPT.main
 

@@ -39,7 +39,6 @@ Run ``python -m paper.multi_attribution [--quick]`` or ``minsep paper multi_attr
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from minsep.paper.coauthorship import GraphSettings, GraphSummary, synthetic_coauthorship
@@ -65,33 +64,16 @@ from minsep.paper.options import (
     paper_samples,
     settings_with_overrides,
 )
-from minsep.paper.output import write_csv, write_text
-from minsep.paper.script import (
-    Reporter,
-    Script,
-    Stopwatch,
-    attach_figure,
-    mean_seconds,
-    write_run_record,
-)
+from minsep.paper.script import Script, ScriptRun, mean_seconds
 
 NAME = "multi_attribution"
 DEFAULT_SEED = 73
 
 
-def run_experiment(
-    settings: MASettings,
-    engine: EngineOptions,
-    output_dir: Path,
-    *,
-    plots: bool = True,
-    mode: str = "custom",
-) -> dict[str, Path]:
+def _experiment(settings: MASettings, job: ScriptRun) -> None:
     """Build the graph, calibrate every row, write ``multi_attribution_{graph,rows,best}.csv``,
-    ``.json``, ``.md`` and ``multi_attribution.png``."""
-    clock = Stopwatch()
-    report = Reporter(NAME, engine.progress, clock)
-    report("building the synthetic co-authorship graph")
+    ``.md``, ``multi_attribution.png`` and ``.json``."""
+    job.report("building the synthetic co-authorship graph")
     summary = synthetic_coauthorship(settings.graph)
     graph = summary.graph
     rate = settings.rate(graph.n_examples)
@@ -100,38 +82,24 @@ def run_experiment(
         "rate": rate,
         "expected_batch": rate * graph.n_examples,
     }
-    graph_seconds = clock.wall
-    rows, seconds = calibrate_all(settings, graph, engine, report)
+    graph_seconds = job.clock.wall
+    rows, seconds = calibrate_all(settings, graph, job.engine, job.report)
     best = best_rows(settings, rows)
     samples = settings.resolved_samples()
-    written = {
-        "graph": write_csv(
-            output_dir / f"{NAME}_graph.csv",
-            GRAPH_COLUMNS,
-            [{"quantity": k, "value": v} for k, v in statistics.items()],
-        ),
-        "rows": write_csv(output_dir / f"{NAME}_rows.csv", ROW_COLUMNS, rows),
-        "best": write_csv(output_dir / f"{NAME}_best.csv", BEST_COLUMNS, best),
-        "markdown": write_text(
-            output_dir / f"{NAME}.md", markdown(settings, statistics, best, samples)
-        ),
-    }
-    if plots:
-        attach_figure(written, plot(output_dir / f"{NAME}.png", settings, best))
-    written["metadata"] = write_run_record(
-        output_dir / f"{NAME}.json",
-        clock,
-        mode=mode,
-        settings=settings,
-        engine=engine,
+    job.csv("graph", GRAPH_COLUMNS, [{"quantity": k, "value": v} for k, v in statistics.items()])
+    job.csv("rows", ROW_COLUMNS, rows)
+    job.csv("best", BEST_COLUMNS, best)
+    job.markdown(markdown(settings, statistics, best, samples))
+    job.figure(lambda path: plot(path, settings, best))
+    job.record(
+        settings,
         facts={"samples": samples},
         timing={
             "graph_wall_s": graph_seconds,
-            "workers": engine.workers,
+            "workers": job.engine.workers,
             **_full_mode_projection(settings, seconds, samples),
         },
     )
-    return written
 
 
 def _full_mode_projection(
@@ -167,7 +135,8 @@ def settings_from_args(args: argparse.Namespace) -> tuple[MASettings, str]:
     return settings_with_overrides(args, QUICK, FULL, ("epsilons", "bands"))
 
 
-SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, run_experiment)
+SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, _experiment)
+run_experiment = SCRIPT.run_experiment
 run = SCRIPT.run
 main = SCRIPT.main
 

@@ -31,13 +31,11 @@ Run ``python -m paper.production [--quick]`` or ``minsep paper production [--qui
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import attrs
 
 from minsep.accountants.pld import PLDAccountant
 from minsep.paper.options import EngineOptions, add_common_arguments
-from minsep.paper.output import write_csv, write_text
 from minsep.paper.production_exact import (
     ASSUMPTION_COLUMNS,
     PLD_COLUMNS,
@@ -64,25 +62,17 @@ from minsep.paper.production_settings import (
     QUICK,
     ProductionSettings,
 )
-from minsep.paper.script import Reporter, Script, Stopwatch, attach_figure, write_run_record
+from minsep.paper.script import Script, ScriptRun, Stopwatch
 from minsep.strategies import BandedToeplitz
 
 NAME = "production"
 DEFAULT_SEED = 74
 
 
-def run_experiment(
-    settings: ProductionSettings,
-    engine: EngineOptions,
-    output_dir: Path,
-    *,
-    plots: bool = True,
-    mode: str = "custom",
-) -> dict[str, Path]:
+def _experiment(settings: ProductionSettings, job: ScriptRun) -> None:
     """Run parts 1-4 and write ``production_{pld,monte_carlo,samples,assumptions}.csv``,
-    ``.json``, ``.md`` and ``production.png`` into ``output_dir``."""
-    clock = Stopwatch()
-    report = Reporter(NAME, engine.progress, clock)
+    ``.md``, ``production.png`` and ``.json``."""
+    report = job.report
     accountant = PLDAccountant(value_discretization_interval=settings.pld_interval)
     report(f"strategy: MSE-optimal {settings.bands}-BandMF for n = {settings.n_steps}")
     banded = BandedToeplitz.optimal(settings.n_steps, settings.bands)
@@ -93,28 +83,16 @@ def run_experiment(
     pld_seconds = pld_clock.wall
     report("PLD and RDP under the expected and the padded batch (the paper's 0.627)")
     assumptions = assumption_rows(settings, banded, accountant)
-    mc, throughput = monte_carlo_rows(settings, banded, engine, cases[-1], accountant, report)
+    mc, throughput = monte_carlo_rows(settings, banded, job.engine, cases[-1], accountant, report)
     samples = sample_rows(settings)
-    written = {
-        "pld": write_csv(output_dir / f"{NAME}_pld.csv", PLD_COLUMNS, pld),
-        "monte_carlo": write_csv(output_dir / f"{NAME}_monte_carlo.csv", MC_COLUMNS, mc),
-        "samples": write_csv(output_dir / f"{NAME}_samples.csv", SAMPLE_COLUMNS, samples),
-        "assumptions": write_csv(
-            output_dir / f"{NAME}_assumptions.csv", ASSUMPTION_COLUMNS, assumptions
-        ),
-        "markdown": write_text(
-            output_dir / f"{NAME}.md",
-            markdown(settings, pld, mc, samples, assumptions) + certified(output_dir),
-        ),
-    }
-    if plots:
-        attach_figure(written, plot(output_dir / f"{NAME}.png", settings, pld, mc))
-    written["metadata"] = write_run_record(
-        output_dir / f"{NAME}.json",
-        clock,
-        mode=mode,
-        settings=settings,
-        engine=engine,
+    job.csv("pld", PLD_COLUMNS, pld)
+    job.csv("monte_carlo", MC_COLUMNS, mc)
+    job.csv("samples", SAMPLE_COLUMNS, samples)
+    job.csv("assumptions", ASSUMPTION_COLUMNS, assumptions)
+    job.markdown(markdown(settings, pld, mc, samples, assumptions) + certified(job.output_dir))
+    job.figure(lambda path: plot(path, settings, pld, mc))
+    job.record(
+        settings,
         facts={
             "delta": settings.delta,
             "rate": settings.rate,
@@ -126,7 +104,6 @@ def run_experiment(
             "cpu_projection": cpu_projection(samples, throughput),
         },
     )
-    return written
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,7 +119,8 @@ def settings_from_args(args: argparse.Namespace) -> tuple[ProductionSettings, st
     return settings, mode
 
 
-SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, run_experiment)
+SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, _experiment)
+run_experiment = SCRIPT.run_experiment
 run = SCRIPT.run
 main = SCRIPT.main
 

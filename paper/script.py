@@ -8,12 +8,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from minsep.paper.options import EngineOptions, engine_options
-from minsep.paper.output import fresh_output_dir, write_metadata
+from minsep.paper.output import fresh_output_dir, write_csv, write_metadata, write_text
 
 
 @attrs.define
@@ -85,16 +85,91 @@ def script_main(
 
 
 @attrs.frozen
-class Script:
-    """One paper script's entry points from its parts: ``add_arguments`` (its options),
-    ``settings_from_args`` (settings and mode's name) and ``run_experiment`` (writes the
-    outputs, returns their paths; ``"markdown"`` is printed)."""
+class ScriptRun:
+    """One run of a script: where it writes (``<output_dir>/<name>*``), what it wrote so far
+    (by key, in order), its engine options, mode, clock and progress lines."""
+
+    name: str
+    output_dir: Path
+    engine: EngineOptions
+    mode: str
+    plots: bool
+    clock: Stopwatch
+    report: Reporter
+    written: dict[str, Path] = attrs.field(factory=dict)
+
+    def csv(self, key: str, columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> Path:
+        """Write ``<name>_<key>.csv`` (:func:`~minsep.paper.output.write_csv`)."""
+        path = write_csv(self.output_dir / f"{self.name}_{key}.csv", columns, rows)
+        self.written[key] = path
+        return path
+
+    def markdown(self, text: str) -> Path:
+        """Write the tables ``<name>.md`` (what the command line prints)."""
+        path = write_text(self.output_dir / f"{self.name}.md", text)
+        self.written["markdown"] = path
+        return path
+
+    def figure(self, draw: Callable[[Path], Path | None]) -> None:
+        """Draw ``<name>.png`` by ``draw(path)`` unless figures are off; kept unless skipped
+        (None: matplotlib is missing)."""
+        if not self.plots:
+            return
+        figure = draw(self.output_dir / f"{self.name}.png")
+        if figure is not None:
+            self.written["figure"] = figure
+
+    def record(self, settings: Any, *, facts: Mapping[str, Any], timing: Mapping[str, Any]) -> Path:
+        """Write ``<name>.json`` (:func:`~minsep.paper.output.write_metadata`): the mode, the
+        settings, the engine's deterministic part and ``facts``; the wall and CPU seconds so
+        far and ``timing``."""
+        path = write_metadata(
+            self.output_dir / f"{self.name}.json",
+            {"mode": self.mode, "settings": settings, "engine": self.engine.record(), **facts},
+            {"wall_s": self.clock.wall, "cpu_s_main_process": self.clock.cpu, **timing},
+        )
+        self.written["metadata"] = path
+        return path
+
+
+S = TypeVar("S")
+
+
+@attrs.frozen
+class Script(Generic[S]):
+    """One paper script from its parts: ``add_arguments`` (its options), ``settings_from_args``
+    (the settings and the mode's name) and ``experiment`` (computes and writes through a
+    :class:`ScriptRun`); gives its ``run_experiment`` and its entry points."""
 
     name: str
     doc: str | None
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    settings_from_args: Callable[[argparse.Namespace], tuple[Any, str]]
-    run_experiment: Callable[..., dict[str, Path]]
+    settings_from_args: Callable[[argparse.Namespace], tuple[S, str]]
+    experiment: Callable[[S, ScriptRun], None]
+
+    def run_experiment(
+        self,
+        settings: S,
+        engine: EngineOptions,
+        output_dir: Path,
+        *,
+        plots: bool = True,
+        mode: str = "custom",
+    ) -> dict[str, Path]:
+        """Run the experiment with ``settings``, writing into ``output_dir`` (the figure only
+        with ``plots``; ``mode`` is recorded); returns the paths written, by key."""
+        clock = Stopwatch()
+        job = ScriptRun(
+            self.name,
+            output_dir,
+            engine,
+            mode,
+            plots,
+            clock,
+            Reporter(self.name, engine.progress, clock),
+        )
+        self.experiment(settings, job)
+        return job.written
 
     def run(self, args: argparse.Namespace) -> int:
         """Run from parsed arguments; prints the markdown tables."""
@@ -105,32 +180,6 @@ class Script:
         return script_main(self.name, self.doc, self.add_arguments, self.run, argv)
 
 
-def attach_figure(written: dict[str, Path], figure: Path | None) -> None:
-    """Record ``figure`` as ``written["figure"]`` unless it was skipped (no matplotlib)."""
-    if figure is not None:
-        written["figure"] = figure
-
-
-def write_run_record(
-    path: Path,
-    clock: Stopwatch,
-    *,
-    mode: str,
-    settings: Any,
-    engine: EngineOptions,
-    facts: Mapping[str, Any],
-    timing: Mapping[str, Any],
-) -> Path:
-    """The JSON record of a run (:func:`~minsep.paper.output.write_metadata`): the mode, the
-    settings, the engine's deterministic part and ``facts``; the wall and CPU seconds so far
-    and ``timing``."""
-    return write_metadata(
-        path,
-        {"mode": mode, "settings": settings, "engine": engine.record(), **facts},
-        {"wall_s": clock.wall, "cpu_s_main_process": clock.cpu, **timing},
-    )
-
-
 def mean_seconds(seconds: Sequence[float]) -> float:
     """The mean of ``seconds`` (NaN when empty: nothing of that kind ran)."""
     return sum(seconds) / len(seconds) if seconds else float("nan")
@@ -139,10 +188,9 @@ def mean_seconds(seconds: Sequence[float]) -> float:
 __all__ = [
     "Reporter",
     "Script",
+    "ScriptRun",
     "Stopwatch",
-    "attach_figure",
     "mean_seconds",
     "run_script",
     "script_main",
-    "write_run_record",
 ]
