@@ -62,22 +62,10 @@ from pathlib import Path
 from typing import Any
 
 from minsep import bench_docs
-from minsep.bench_engine import measure_engine, parallel_capacity
-from minsep.bench_models import (
-    BATCH,
-    FULL,
-    QUICK,
-    REFERENCE,
-    Case,
-    Entry,
-    bench_models,
-    build_model,
-    catalan_coefficients,
-    option_values,
-)
+from minsep.bench_engine import measure_engine
+from minsep.bench_models import FULL, QUICK, Case, bench_models, build_model
 from minsep.bench_report import jsonable, load_average, report
-from minsep.bench_throughput import correlation_of, measure_case, measure_model
-from minsep.bench_timing import Figure, measure_normals
+from minsep.bench_throughput import measure_case
 from minsep.framework.backend import Backend, get_backend
 from minsep.framework.workers import parse_workers, resolve_workers
 from minsep.schemes.kernels.jit import KERNEL_SETS, array_path_note
@@ -220,24 +208,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = [
-    "BATCH",
-    "FULL",
-    "QUICK",
-    "REFERENCE",
-    "Case",
-    "Entry",
-    "Figure",
-    "bench_models",
-    "build_model",
-    "catalan_coefficients",
-    "correlation_of",
-    "main",
-    "measure_case",
-    "measure_engine",
-    "measure_model",
-    "measure_normals",
-    "option_values",
-    "parallel_capacity",
-    "report",
-]
+__all__ = ["FULL", "QUICK", "bench_models", "build_model", "main"]

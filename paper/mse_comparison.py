@@ -56,18 +56,88 @@ from minsep.paper.mse_tables import (
 )
 from minsep.paper.options import (
     EngineOptions,
-    add_common_arguments,
     add_grid_overrides,
     paper_samples,
     settings_with_overrides,
 )
 from minsep.paper.script import Script, ScriptRun
 
-NAME = "mse_comparison"
-DEFAULT_SEED = 71
+__all__ = [
+    "AS_B_MIN_SEP",
+    "BEST_COLUMNS",
+    "DEMO",
+    "FAMILIES",
+    "FULL",
+    "QUICK",
+    "RATIO_COLUMNS",
+    "ROW_COLUMNS",
+    "SCRIPT",
+    "STRATEGY_COLUMNS",
+    "EngineOptions",
+    "MSESettings",
+    "Record",
+    "balls_in_bins_as_b_min_sep",
+    "best_rows",
+    "markdown",
+    "paper_samples",
+    "plot",
+    "ratio_rows",
+    "row_dicts",
+    "run_experiment",
+    "run_grid",
+    "settings_from_args",
+    "strategy_markdown",
+    "strategy_rows",
+]
 
 
-def _experiment(settings: MSESettings, job: ScriptRun) -> None:
+def _options(parser: argparse.ArgumentParser) -> None:
+    """The grid overrides, the extra strategies and the demo's setting."""
+    grid = add_grid_overrides(
+        parser,
+        epsilons="0.5,1,2",
+        epoch_lengths=True,
+        bands="numbers of bands, e.g. 2,4,8",
+    )
+    grid.add_argument(
+        "--strategies",
+        type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()),
+        help="extra strategies besides the bands grid, e.g. blt,banded_inverse or "
+        "banded_toeplitz:bands=8:objective=max",
+    )
+    grid.add_argument(
+        "--demo",
+        action="store_true",
+        help="the demo's setting (n 1024, |D|/B 256, delta 1e-3, epsilon 2) with strategies",
+    )
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
+    """The grid of parsed arguments and the mode's name."""
+    keys = ("epsilons", "epoch_lengths", "bands", "strategies")
+    if getattr(args, "demo", False):
+        settings, mode = settings_with_overrides(args, DEMO, DEMO, keys)
+        return settings, mode.replace("quick", "demo").replace("full", "demo")
+    return settings_with_overrides(args, QUICK, FULL, keys)
+
+
+def _full_grid_projection(timing: dict[str, Any], samples: int) -> dict[str, Any]:
+    """The per-family timing and what the full grid would take at this run's speed."""
+    monte_carlo = [v for k, v in timing.items() if k.endswith(":monte_carlo")]
+    rows = sum(v["rows"] for v in monte_carlo)
+    per_row = sum(v["total_s"] for v in monte_carlo) / rows if rows else math.nan
+    scale = FULL.resolved_samples() / samples
+    return {
+        "per_family": timing,
+        "monte_carlo_wall_s_per_calibration": per_row,
+        "full_grid_monte_carlo_calibrations": FULL.monte_carlo_rows(),
+        "full_grid_projected_wall_s": per_row * scale * FULL.monte_carlo_rows(),
+        "projection_note": "mean wall seconds per Monte Carlo calibration of this run x "
+        "(full samples / these samples) x full-grid calibrations, at this run's workers",
+    }
+
+
+def _run(settings: MSESettings, job: ScriptRun) -> None:
     """Run the grid and write ``mse_comparison_{rows,best,ratios,strategies}.csv``, ``.md``,
     ``mse_comparison.png`` and ``.json``."""
     samples = settings.resolved_samples()
@@ -99,88 +169,10 @@ def _experiment(settings: MSESettings, job: ScriptRun) -> None:
     )
 
 
-def _full_grid_projection(timing: dict[str, Any], samples: int) -> dict[str, Any]:
-    """The per-family timing and what the full grid would take at this run's speed."""
-    monte_carlo = [v for k, v in timing.items() if k.endswith(":monte_carlo")]
-    rows = sum(v["rows"] for v in monte_carlo)
-    per_row = sum(v["total_s"] for v in monte_carlo) / rows if rows else math.nan
-    scale = FULL.resolved_samples() / samples
-    return {
-        "per_family": timing,
-        "monte_carlo_wall_s_per_calibration": per_row,
-        "full_grid_monte_carlo_calibrations": FULL.monte_carlo_rows(),
-        "full_grid_projected_wall_s": per_row * scale * FULL.monte_carlo_rows(),
-        "projection_note": "mean wall seconds per Monte Carlo calibration of this run x "
-        "(full samples / these samples) x full-grid calibrations, at this run's workers",
-    }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The script's options (common ones plus grid overrides)."""
-    add_common_arguments(parser, DEFAULT_SEED)
-    grid = add_grid_overrides(
-        parser,
-        epsilons="0.5,1,2",
-        epoch_lengths=True,
-        bands="numbers of bands, e.g. 2,4,8",
-    )
-    grid.add_argument(
-        "--strategies",
-        type=lambda t: tuple(s.strip() for s in t.split(",") if s.strip()),
-        help="extra strategies besides the bands grid, e.g. blt,banded_inverse or "
-        "banded_toeplitz:bands=8:objective=max",
-    )
-    grid.add_argument(
-        "--demo",
-        action="store_true",
-        help="the demo's setting (n 1024, |D|/B 256, delta 1e-3, epsilon 2) with strategies",
-    )
-
-
-def settings_from_args(args: argparse.Namespace) -> tuple[MSESettings, str]:
-    """The grid of parsed arguments and the mode's name."""
-    keys = ("epsilons", "epoch_lengths", "bands", "strategies")
-    if getattr(args, "demo", False):
-        settings, mode = settings_with_overrides(args, DEMO, DEMO, keys)
-        return settings, mode.replace("quick", "demo").replace("full", "demo")
-    return settings_with_overrides(args, QUICK, FULL, keys)
-
-
-SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, _experiment)
+#: Root seed of the Monte Carlo streams (the committed outputs were made with it).
+DEFAULT_SEED = 71
+SCRIPT = Script("mse_comparison", __doc__, DEFAULT_SEED, settings_from_args, _run, _options)
 run_experiment = SCRIPT.run_experiment
-run = SCRIPT.run
-main = SCRIPT.main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
-
-
-__all__ = [
-    "AS_B_MIN_SEP",
-    "BEST_COLUMNS",
-    "DEMO",
-    "FAMILIES",
-    "FULL",
-    "QUICK",
-    "RATIO_COLUMNS",
-    "ROW_COLUMNS",
-    "STRATEGY_COLUMNS",
-    "EngineOptions",
-    "MSESettings",
-    "Record",
-    "add_arguments",
-    "balls_in_bins_as_b_min_sep",
-    "best_rows",
-    "main",
-    "markdown",
-    "paper_samples",
-    "plot",
-    "ratio_rows",
-    "row_dicts",
-    "run",
-    "run_experiment",
-    "run_grid",
-    "settings_from_args",
-    "strategy_markdown",
-    "strategy_rows",
-]
+    raise SystemExit(SCRIPT.main())

@@ -13,20 +13,10 @@ from minsep.framework.compare import ComparisonRow
 from minsep.paper.mse_grid import Record
 from minsep.paper.mse_settings import MSESettings
 
-ROW_COLUMNS = (
-    "epsilon_target",
-    "epoch_length",
-    "family",
-    "strategy",
-    "bands",
-    "min_sep",
-    "accountant",
-    "sigma",
-    "epsilon",
-    "mse",
-    "failure_probability",
-    "note",
-)
+#: The columns that say which row it is: setup, scheme, strategy, bands and b.
+KEY_COLUMNS = ("epsilon_target", "epoch_length", "family", "strategy", "bands", "min_sep")
+
+ROW_COLUMNS = (*KEY_COLUMNS, "accountant", "sigma", "epsilon", "mse", "failure_probability", "note")
 
 
 def row_dicts(records: Sequence[Record]) -> list[dict[str, Any]]:
@@ -106,16 +96,7 @@ def best_rows(records: Sequence[Record]) -> dict[tuple[float, int, str], Compari
     )
 
 
-BEST_COLUMNS = (
-    "epsilon_target",
-    "epoch_length",
-    "family",
-    "strategy",
-    "bands",
-    "min_sep",
-    "sigma",
-    "mse",
-)
+BEST_COLUMNS = (*KEY_COLUMNS, "sigma", "mse")
 
 RATIO_COLUMNS = (
     "epsilon_target",

@@ -57,20 +57,66 @@ from minsep.paper.multi_attribution_report import (
     plot,
 )
 from minsep.paper.multi_attribution_settings import FULL, QUICK, MASettings
-from minsep.paper.options import (
-    EngineOptions,
-    add_common_arguments,
-    add_grid_overrides,
-    paper_samples,
-    settings_with_overrides,
-)
+from minsep.paper.options import EngineOptions, add_grid_overrides, settings_with_overrides
 from minsep.paper.script import Script, ScriptRun, mean_seconds
 
-NAME = "multi_attribution"
-DEFAULT_SEED = 73
+__all__ = [
+    "BEST_COLUMNS",
+    "FULL",
+    "GRAPH_COLUMNS",
+    "QUICK",
+    "ROW_COLUMNS",
+    "SCRIPT",
+    "EngineOptions",
+    "GraphSettings",
+    "GraphSummary",
+    "MASettings",
+    "best_rows",
+    "calibrate_all",
+    "dp_sgd_epsilon",
+    "dp_sgd_event",
+    "dp_sgd_sigma",
+    "markdown",
+    "plot",
+    "run_experiment",
+    "settings_from_args",
+    "synthetic_coauthorship",
+]
 
 
-def _experiment(settings: MASettings, job: ScriptRun) -> None:
+def _full_mode_projection(
+    settings: MASettings, seconds: dict[str, list[float]], samples: int
+) -> dict[str, Any]:
+    """The seconds per method and what the full mode's Monte Carlo calibrations would take at
+    this run's speed (scaled by samples and steps)."""
+    per_calibration = mean_seconds(seconds["b_min_sep"])
+    scale = (FULL.resolved_samples() / samples) * (FULL.n_steps / settings.n_steps)
+    full_calibrations = len(FULL.epsilons) * len(FULL.bands)
+    return {
+        "per_method": {
+            m: {"rows": len(v), "total_s": sum(v), "mean_s": sum(v) / len(v) if v else None}
+            for m, v in seconds.items()
+        },
+        "monte_carlo_wall_s_per_calibration": per_calibration,
+        "full_mode_monte_carlo_calibrations": full_calibrations,
+        "full_mode_projected_monte_carlo_wall_s": per_calibration * scale * full_calibrations,
+        "projection_note": "mean wall seconds per Monte Carlo calibration of this run x "
+        "(full samples / these samples) x (full n / this n) x full calibrations, at this "
+        "run's workers",
+    }
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    """The grid overrides: target epsilons and bands."""
+    add_grid_overrides(parser, epsilons="1,2,4", bands="numbers of bands (b = bands), e.g. 2,4")
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[MASettings, str]:
+    """The settings of parsed arguments and the mode's name."""
+    return settings_with_overrides(args, QUICK, FULL, ("epsilons", "bands"))
+
+
+def _run(settings: MASettings, job: ScriptRun) -> None:
     """Build the graph, calibrate every row, write ``multi_attribution_{graph,rows,best}.csv``,
     ``.md``, ``multi_attribution.png`` and ``.json``."""
     job.report("building the synthetic co-authorship graph")
@@ -102,70 +148,10 @@ def _experiment(settings: MASettings, job: ScriptRun) -> None:
     )
 
 
-def _full_mode_projection(
-    settings: MASettings, seconds: dict[str, list[float]], samples: int
-) -> dict[str, Any]:
-    """The seconds per method and what the full mode's Monte Carlo calibrations would take at
-    this run's speed (scaled by samples and steps)."""
-    per_calibration = mean_seconds(seconds["b_min_sep"])
-    scale = (FULL.resolved_samples() / samples) * (FULL.n_steps / settings.n_steps)
-    full_calibrations = len(FULL.epsilons) * len(FULL.bands)
-    return {
-        "per_method": {
-            m: {"rows": len(v), "total_s": sum(v), "mean_s": sum(v) / len(v) if v else None}
-            for m, v in seconds.items()
-        },
-        "monte_carlo_wall_s_per_calibration": per_calibration,
-        "full_mode_monte_carlo_calibrations": full_calibrations,
-        "full_mode_projected_monte_carlo_wall_s": per_calibration * scale * full_calibrations,
-        "projection_note": "mean wall seconds per Monte Carlo calibration of this run x "
-        "(full samples / these samples) x (full n / this n) x full calibrations, at this "
-        "run's workers",
-    }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The script's options (common ones plus grid overrides)."""
-    add_common_arguments(parser, DEFAULT_SEED)
-    add_grid_overrides(parser, epsilons="1,2,4", bands="numbers of bands (b = bands), e.g. 2,4")
-
-
-def settings_from_args(args: argparse.Namespace) -> tuple[MASettings, str]:
-    """The settings of parsed arguments and the mode's name."""
-    return settings_with_overrides(args, QUICK, FULL, ("epsilons", "bands"))
-
-
-SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, _experiment)
+#: Root seed of the Monte Carlo streams (the committed outputs were made with it).
+DEFAULT_SEED = 73
+SCRIPT = Script("multi_attribution", __doc__, DEFAULT_SEED, settings_from_args, _run, _options)
 run_experiment = SCRIPT.run_experiment
-run = SCRIPT.run
-main = SCRIPT.main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
-
-
-__all__ = [
-    "BEST_COLUMNS",
-    "FULL",
-    "GRAPH_COLUMNS",
-    "QUICK",
-    "ROW_COLUMNS",
-    "EngineOptions",
-    "GraphSettings",
-    "GraphSummary",
-    "MASettings",
-    "add_arguments",
-    "best_rows",
-    "calibrate_all",
-    "dp_sgd_epsilon",
-    "dp_sgd_event",
-    "dp_sgd_sigma",
-    "main",
-    "markdown",
-    "paper_samples",
-    "plot",
-    "run",
-    "run_experiment",
-    "settings_from_args",
-    "synthetic_coauthorship",
-]
+    raise SystemExit(SCRIPT.main())

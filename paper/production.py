@@ -35,7 +35,7 @@ import argparse
 import attrs
 
 from minsep.accountants.pld import PLDAccountant
-from minsep.paper.options import EngineOptions, add_common_arguments
+from minsep.paper.options import EngineOptions
 from minsep.paper.production_exact import (
     ASSUMPTION_COLUMNS,
     PLD_COLUMNS,
@@ -65,11 +65,42 @@ from minsep.paper.production_settings import (
 from minsep.paper.script import Script, ScriptRun, Stopwatch
 from minsep.strategies import BandedToeplitz
 
-NAME = "production"
-DEFAULT_SEED = 74
+__all__ = [
+    "ASSUMPTION_COLUMNS",
+    "FULL",
+    "MC_COLUMNS",
+    "PAPER_SAMPLES",
+    "PAPER_SIGMA_B_MIN_SEP",
+    "PAPER_SIGMA_CYCLIC_TRUNCATED",
+    "PAPER_SIGMA_POISSON",
+    "PLD_COLUMNS",
+    "QUICK",
+    "SAMPLE_COLUMNS",
+    "SCRIPT",
+    "Case",
+    "EngineOptions",
+    "ProductionSettings",
+    "assumption_rows",
+    "markdown",
+    "monte_carlo_rows",
+    "pld_cases",
+    "pld_rows",
+    "plot",
+    "run_experiment",
+    "sample_rows",
+]
 
 
-def _experiment(settings: ProductionSettings, job: ScriptRun) -> None:
+def settings_from_args(args: argparse.Namespace) -> tuple[ProductionSettings, str]:
+    """The settings of parsed arguments and the mode's name (``--samples`` sets both Monte
+    Carlo sample counts)."""
+    settings, mode = (QUICK, "quick") if args.quick else (FULL, "full")
+    if args.samples is not None:
+        settings = attrs.evolve(settings, samples=args.samples, truncated_samples=args.samples)
+    return settings, mode
+
+
+def _run(settings: ProductionSettings, job: ScriptRun) -> None:
     """Run parts 1-4 and write ``production_{pld,monte_carlo,samples,assumptions}.csv``,
     ``.md``, ``production.png`` and ``.json``."""
     report = job.report
@@ -106,51 +137,10 @@ def _experiment(settings: ProductionSettings, job: ScriptRun) -> None:
     )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The script's options (``--samples`` sets both Monte Carlo sample counts)."""
-    add_common_arguments(parser, DEFAULT_SEED)
-
-
-def settings_from_args(args: argparse.Namespace) -> tuple[ProductionSettings, str]:
-    """The settings of parsed arguments and the mode's name."""
-    settings, mode = (QUICK, "quick") if args.quick else (FULL, "full")
-    if args.samples is not None:
-        settings = attrs.evolve(settings, samples=args.samples, truncated_samples=args.samples)
-    return settings, mode
-
-
-SCRIPT = Script(NAME, __doc__, add_arguments, settings_from_args, _experiment)
+#: Root seed of the Monte Carlo streams (the committed outputs were made with it).
+DEFAULT_SEED = 74
+SCRIPT = Script("production", __doc__, DEFAULT_SEED, settings_from_args, _run)
 run_experiment = SCRIPT.run_experiment
-run = SCRIPT.run
-main = SCRIPT.main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
-
-
-__all__ = [
-    "ASSUMPTION_COLUMNS",
-    "FULL",
-    "MC_COLUMNS",
-    "PAPER_SAMPLES",
-    "PAPER_SIGMA_B_MIN_SEP",
-    "PAPER_SIGMA_CYCLIC_TRUNCATED",
-    "PAPER_SIGMA_POISSON",
-    "PLD_COLUMNS",
-    "QUICK",
-    "SAMPLE_COLUMNS",
-    "Case",
-    "EngineOptions",
-    "ProductionSettings",
-    "add_arguments",
-    "assumption_rows",
-    "main",
-    "markdown",
-    "monte_carlo_rows",
-    "pld_cases",
-    "pld_rows",
-    "plot",
-    "run",
-    "run_experiment",
-    "sample_rows",
-]
+    raise SystemExit(SCRIPT.main())

@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from minsep.paper.options import EngineOptions, engine_options
+from minsep.paper.options import EngineOptions, add_common_arguments, engine_options
 from minsep.paper.output import fresh_output_dir, write_csv, write_metadata, write_text
 
 
@@ -137,15 +137,24 @@ S = TypeVar("S")
 
 @attrs.frozen
 class Script(Generic[S]):
-    """One paper script from its parts: ``add_arguments`` (its options), ``settings_from_args``
-    (the settings and the mode's name) and ``experiment`` (computes and writes through a
-    :class:`ScriptRun`); gives its ``run_experiment`` and its entry points."""
+    """One paper script from its parts: ``settings_from_args`` (the settings and the mode's
+    name), ``experiment`` (computes and writes through a :class:`ScriptRun`) and
+    ``grid_arguments`` (its own options besides the common ones, seeded by
+    ``default_seed``); gives its ``run_experiment`` and its entry points."""
 
     name: str
     doc: str | None
-    add_arguments: Callable[[argparse.ArgumentParser], None]
+    default_seed: int
     settings_from_args: Callable[[argparse.Namespace], tuple[S, str]]
     experiment: Callable[[S, ScriptRun], None]
+    grid_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The common options (:func:`~minsep.paper.options.add_common_arguments`), then the
+        script's own."""
+        add_common_arguments(parser, self.default_seed)
+        if self.grid_arguments is not None:
+            self.grid_arguments(parser)
 
     def run_experiment(
         self,
