@@ -1,7 +1,8 @@
 """``minsep paper <experiment> [--quick]``: run one of the paper scripts from the CLI.
 
-Each experiment is a module of this package exposing ``add_arguments(parser)`` and
-``run(args) -> int``; ``minsep paper X ...`` is the same as ``python -m paper.X ...``.
+Each experiment is a module of this package exposing ``SCRIPT``, its
+:class:`~minsep.paper.script.Script` (``add_arguments(parser)``, ``run(args) -> int``);
+``minsep paper X ...`` is the same as ``python -m paper.X ...``.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     for name, (module, text) in EXPERIMENTS.items():
         child = sub.add_parser(name, help=text, description=text)
-        importlib.import_module(module).add_arguments(child)
+        importlib.import_module(module).SCRIPT.add_arguments(child)
 
 
 def _run(args: argparse.Namespace) -> int:
     module = importlib.import_module(EXPERIMENTS[args.experiment][0])
-    return int(module.run(args))
+    return int(module.SCRIPT.run(args))
 
 
 command = Command(

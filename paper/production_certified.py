@@ -50,7 +50,7 @@ from minsep.paper.common import (
     write_metadata,
     write_text,
 )
-from minsep.paper.production import PAPER_SIGMA_B_MIN_SEP
+from minsep.paper.production_settings import PAPER_SIGMA_B_MIN_SEP
 from minsep.schemes import BMinSep
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 from minsep.strategies import BandedToeplitz

@@ -81,7 +81,7 @@ def test_cli_refuses_a_bad_list() -> None:
 
 def _args(**values: object) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    mse_comparison.add_arguments(parser)
+    mse_comparison.SCRIPT.add_arguments(parser)
     args = parser.parse_args([])
     for key, value in values.items():
         setattr(args, key, value)

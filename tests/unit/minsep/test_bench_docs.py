@@ -16,7 +16,7 @@ KERNEL_MODULES = [
     *sorted((ROOT / "schemes" / "kernels").glob("*.py")),
     *sorted((ROOT / "schemes").glob("*/cpu_kernels.py")),
     *sorted((ROOT / "schemes").glob("*/fused.py")),
-    ROOT / "minsep" / "bench.py",
+    *sorted((ROOT / "minsep").glob("bench*.py")),
 ]
 #: A timing quoted in a kernel module: "3.1 ns", "1.7x faster", "7% faster".
 QUOTED_TIMING = re.compile(r"\d\s*ns\b|\d(\.\d+)?x faster|\d\s*%\s*faster")

@@ -18,7 +18,7 @@ from tests.unit.framework.test_compare_strategies import NAME, GeometricTest
 
 def _args(**changes: object) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    mse_comparison.add_arguments(parser)
+    mse_comparison.SCRIPT.add_arguments(parser)
     args = parser.parse_args([])
     for key, value in changes.items():
         setattr(args, key, value)
