@@ -128,8 +128,8 @@ def certify_epsilon(
        route; release the smallest candidate every route accepts (:func:`_release_epsilon`).
     """
     start = time.perf_counter()
-    proposal = PLAIN if proposal is None else proposal
-    proposal.check_epsilon(sigma, delta, samples, pilot_samples, seed)
+    chosen: Proposal = PLAIN if proposal is None else proposal
+    chosen.check_epsilon(sigma, delta, samples, pilot_samples, seed)
     if not ladder or not all(0.0 < k <= 1.0 for k in ladder):
         raise ConfigurationError(
             f"certify_epsilon.ladder = {tuple(ladder)!r} is invalid: must be fractions in (0, 1]"
@@ -139,9 +139,9 @@ def certify_epsilon(
             f"certify_epsilon.bound = {bound!r} is invalid: must be one of {list(EPSILON_BOUNDS)}"
         )
     config = engine_config(config, "certify_epsilon")
-    if bound == "betting" and proposal.betting:
+    if bound == "betting" and chosen.betting:
         return _certify_betting(model, sigma, delta, samples, pilot_samples, seed, config, start)
-    plan = proposal.plan_epsilon(
+    plan = chosen.plan_epsilon(
         model,
         sigma,
         delta,
@@ -347,15 +347,15 @@ def certify_delta(
     The certified delta is the largest route's release.
     """
     start = time.perf_counter()
-    proposal = PLAIN if proposal is None else proposal
-    proposal.check_delta(sigma, epsilon, samples, pilot_samples, seed)
+    chosen: Proposal = PLAIN if proposal is None else proposal
+    chosen.check_delta(sigma, epsilon, samples, pilot_samples, seed)
     if not factors or not all(f >= 1.0 and math.isfinite(f) for f in factors):
         raise ConfigurationError(
             f"certify_delta.factors = {tuple(factors)!r} is invalid: must be finite and >= 1"
         )
     config = engine_config(config, "certify_delta")
     eps = float(epsilon)
-    plan = proposal.plan_delta(model, sigma, eps, config=config)
+    plan = chosen.plan_delta(model, sigma, eps, config=config)
     routes: list[str] = []
     released: list[float] = []
     releases: list[_Release] = []

@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.errors import CalibrationError
-from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import BinSpec, SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
 from minsep.framework.montecarlo.certificates import ProposalInfo
@@ -69,7 +69,7 @@ class PlainSampler:
     model: PrivacyLossModel
     sigma: float
     config: EngineConfig | None
-    directions: tuple = BOTH
+    directions: tuple[Direction, ...] = BOTH
     histograms: bool = True
     support: float = attrs.field(default=1.0, init=False)
 

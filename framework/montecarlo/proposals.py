@@ -63,7 +63,8 @@ class Sampler(Protocol):
     ``(seed, stream, i)`` as in the plain engine).
     """
 
-    support: float
+    @property
+    def support(self) -> float: ...
 
     def tally(
         self, checks: Sequence[float], *, n_samples: int, seed: int, stream: int, description: str
@@ -164,9 +165,14 @@ class SweepPlan(Protocol):
     (:meth:`unchecked`), the base delta and failure probability of the certificate, and the
     refusal when the first entry fails."""
 
-    base_delta: float
-    failure_probability: float
-    info: ProposalInfo | None
+    @property
+    def base_delta(self) -> float: ...
+
+    @property
+    def failure_probability(self) -> float: ...
+
+    @property
+    def info(self) -> ProposalInfo | None: ...
 
     def check(self, index: int) -> tuple[float, bool]: ...
 
@@ -182,7 +188,8 @@ class Proposal(Protocol):
     ``betting``: whether the betting bound (docs/math.md §7.2) can verify its epsilon questions.
     """
 
-    betting: bool
+    @property
+    def betting(self) -> bool: ...
 
     def check_epsilon(
         self, sigma: float, delta: float, samples: int, pilot_samples: int, seed: int
