@@ -66,6 +66,7 @@ from minsep.accountants.escort_setup import (
 from minsep.accountants.escort_sweep import EscortSweep, escort_sweep
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, min_samples
 from minsep.framework.montecarlo.certificates import ProposalInfo
 from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
@@ -455,6 +456,24 @@ class EscortProposal:
         support_scale(log_scale, order, eps)
         return setups, log_scale
 
+    def _tally(
+        self,
+        model: PrivacyLossModel,
+        setup: EscortSetup,
+        log_scale: float,
+        epsilon: float,
+        samples: int,
+        seed: int,
+        stream: int,
+        config: EngineConfig | None,
+        description: str,
+    ) -> SweepTally:
+        """Escort draws of ``W / e^log_scale`` at ``epsilon`` alone (a pilot's estimate)."""
+        sampler = EscortSampler(model, setup, log_scale, config, self.max_states)
+        return sampler.tally(
+            (epsilon,), n_samples=samples, seed=seed, stream=stream, description=description
+        )
+
     def locate_sigma(
         self,
         model: PrivacyLossModel,
@@ -484,18 +503,10 @@ class EscortProposal:
             if setup.log_support(float(epsilon)) <= math.log(target):
                 return True
             log_scale = setup.log_support(float(epsilon))
-            tally = escort_sample(
-                model,
-                setup,
-                (float(epsilon),),
-                log_scale,
-                n_samples=samples,
-                seed=seed,
-                stream=PILOT_STREAM,
-                config=config,
-                description=f"escort locate {step}",
-                max_states=self.max_states,
-            )
+            tally = self._tally(
+                model, setup, log_scale, float(epsilon), samples, seed, PILOT_STREAM, config,
+                f"escort locate {step}",
+            )  # fmt: skip
             mean = tally.delta(0, 0)
             return mean == 0.0 or math.log(mean) + log_scale <= math.log(target)
 
@@ -528,18 +539,10 @@ class EscortProposal:
         guarantee; used to locate sigma and in the cost report)."""
         setup = choose_setup(self.setups(model, sigma), float(epsilon))
         log_scale = setup.log_support(float(epsilon))
-        tally = escort_sample(
-            model,
-            setup,
-            (float(epsilon),),
-            log_scale,
-            n_samples=samples,
-            seed=seed,
-            stream=stream,
-            config=config,
-            description="escort estimate",
-            max_states=self.max_states,
-        )
+        tally = self._tally(
+            model, setup, log_scale, float(epsilon), samples, seed, stream, config,
+            "escort estimate",
+        )  # fmt: skip
         pooled = estimate_delta(tally, float(epsilon))
         mean, se = pooled.value, pooled.std_error
         scale = support_scale(log_scale, setup.order, float(epsilon))

@@ -22,7 +22,8 @@ from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
 from minsep.framework.montecarlo.certificates import ProposalInfo
-from minsep.framework.montecarlo.sampling import EngineConfig, sample
+from minsep.framework.montecarlo.plain import sweep_tally
+from minsep.framework.montecarlo.sampling import EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK
 
 __all__ = ["EscortSweep", "escort_sweep"]
@@ -62,18 +63,10 @@ def escort_sweep(
     failure = verification_failure(samples, x_b)
     if handled == "plain":
         add_base = base_delta(samples, delta)
-        add_tally = sample(
-            model,
-            sweep,
-            n_samples=samples,
-            seed=seed,
-            stream=stream,
-            checks=(eps,),
-            directions=(Direction.ADD,),
-            histograms=False,
-            config=config,
-            description="calibrate add",
-        )
+        add_tally = sweep_tally(
+            model, sweep, eps, samples=samples, seed=seed, stream=stream, config=config,
+            description="calibrate add", directions=(Direction.ADD,),
+        )  # fmt: skip
         failure = max(failure, verification_failure(samples, add_base))
     return EscortSweep(
         model=model,

@@ -40,7 +40,7 @@ import numpy as np
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
-from minsep.framework.montecarlo.accumulators import LossHistogram, SweepTally, hockey_stick
+from minsep.framework.montecarlo.accumulators import LossHistogram, hockey_stick
 from minsep.framework.montecarlo.betting import (
     BettingPlan,
     choose_bets,
@@ -61,7 +61,7 @@ from minsep.framework.montecarlo.certificates import (
     EpsilonCertificate,
 )
 from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
-from minsep.framework.montecarlo.plain import PLAIN, WIDE_BINS, overflow
+from minsep.framework.montecarlo.plain import PLAIN, WIDE_BINS, overflow, pilot_tally
 from minsep.framework.montecarlo.proposals import DeltaCheck, EpsilonPlan, Proposal
 from minsep.framework.montecarlo.sampling import (
     MIN_SIGMA,
@@ -225,12 +225,12 @@ def _certify_betting(
     """
     check_feasible_delta("certify_epsilon", delta)
     base_delta(samples, delta)  # refuses (naming m) a sample too small for any certificate
-    pilot = _pilot(model, sigma, pilot_samples, seed, config, "pilot")
+    pilot = pilot_tally(model, sigma, pilot_samples, seed, config)
     if overflow(pilot) > TOP_FRACTION * delta:
         wide = attrs.evolve(config, bins=WIDE_BINS)
         if wide.bins.max_loss > config.bins.max_loss:  # same remedy as the ladder's
             config = wide
-            pilot = _pilot(model, sigma, pilot_samples, seed, config, "pilot wide")
+            pilot = pilot_tally(model, sigma, pilot_samples, seed, config, "pilot wide")
     hists = [pilot.histogram(0, d) for d in pilot.directions]
     at = max(h.epsilon(delta) for h in hists)  # the pilot's answer: E[X^2] there sets beta
     variance = max(_second_moment(h, at) for h in hists) if math.isfinite(at) else 1.0
@@ -295,25 +295,6 @@ def _certify_betting(
         seconds=time.perf_counter() - start,
         reason=reason,
         bound="betting",
-    )
-
-
-def _pilot(
-    model: PrivacyLossModel,
-    sigma: float,
-    pilot_samples: int,
-    seed: int,
-    config: EngineConfig,
-    description: str,
-) -> SweepTally:
-    return sample(
-        model,
-        [sigma],
-        n_samples=pilot_samples,
-        seed=seed,
-        stream=PILOT_STREAM,
-        config=config,
-        description=description,
     )
 
 

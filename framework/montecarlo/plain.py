@@ -37,7 +37,16 @@ from minsep.framework.montecarlo.sampling import (
 from minsep.framework.montecarlo.sweeps import FALLBACK, geometric_sweep
 from minsep.framework.validation import check_range
 
-__all__ = ["PLAIN", "WIDE_BINS", "PlainProposal", "PlainSampler", "check_common", "overflow"]
+__all__ = [
+    "PLAIN",
+    "WIDE_BINS",
+    "PlainProposal",
+    "PlainSampler",
+    "check_common",
+    "overflow",
+    "pilot_tally",
+    "sweep_tally",
+]
 
 #: The wider histogram a pilot is redone on when losses beyond the default range hid
 #: candidates: 4096 nats at h = 2**-6 (the same 2**18 bins, so the same memory).
@@ -91,6 +100,54 @@ class PlainSampler:
         )
 
 
+def pilot_tally(
+    model: PrivacyLossModel,
+    sigma: float,
+    pilot_samples: int,
+    seed: int,
+    config: EngineConfig,
+    description: str = "pilot",
+) -> SweepTally:
+    """The plain pilot (stream 0) at ``sigma``: both directions, with histograms."""
+    return sample(
+        model,
+        [sigma],
+        n_samples=pilot_samples,
+        seed=seed,
+        stream=PILOT_STREAM,
+        config=config,
+        description=description,
+    )
+
+
+def sweep_tally(
+    model: PrivacyLossModel,
+    sigmas: Sequence[float],
+    epsilon: float,
+    *,
+    samples: int,
+    seed: int,
+    stream: int,
+    config: EngineConfig | None,
+    description: str,
+    directions: tuple[Direction, ...] = BOTH,
+) -> SweepTally:
+    """Plain draws shared by every sigma of a sweep (common random numbers), exact sums of
+    ``X`` at ``epsilon``, no histogram."""
+    return sample(
+        model,
+        sigmas,
+        n_samples=samples,
+        seed=seed,
+        stream=stream,
+        checks=(float(epsilon),),
+        directions=directions,
+        histograms=False,
+        config=config,
+        description=description,
+    )
+
+
 def _propose(
     model: PrivacyLossModel,
     sigma: float,
@@ -103,15 +160,7 @@ def _propose(
 ) -> tuple[SweepTally, tuple[float, ...]]:
     """The pilot (stream 0) and its finite candidates ``eps_hat(kappa delta_b)``, made
     non-decreasing."""
-    pilot = sample(
-        model,
-        [sigma],
-        n_samples=pilot_samples,
-        seed=seed,
-        stream=PILOT_STREAM,
-        config=config,
-        description=description,
-    )
+    pilot = pilot_tally(model, sigma, pilot_samples, seed, config, description)
     proposed = [estimate_epsilon(pilot, k * delta_b).value for k in fractions]
     proposed = [float(x) for x in np.maximum.accumulate(proposed)]
     return pilot, tuple(x for x in proposed if math.isfinite(x))
@@ -231,17 +280,10 @@ class PlainProposal:
         """One plain tally of every sigma at ``epsilon`` (common random numbers), against
         ``delta_b = base_delta(samples, delta)``."""
         delta_b = base_delta(samples, delta)
-        tally = sample(
-            model,
-            sweep,
-            n_samples=samples,
-            seed=seed,
-            stream=stream,
-            checks=(float(epsilon),),
-            histograms=False,
-            config=config,
+        tally = sweep_tally(
+            model, sweep, epsilon, samples=samples, seed=seed, stream=stream, config=config,
             description="calibrate",
-        )
+        )  # fmt: skip
         deltas = tuple(tally.delta(i, 0) for i in range(len(sweep)))
         failure = verification_failure(samples, delta_b)
         return _PlainSweep(sweep, epsilon, deltas, delta_b, failure)
@@ -301,17 +343,10 @@ def _walk(
 ) -> int:
     """Index of the last sweep entry before the first with ``delta_hat > target`` (-1 when
     the first fails); one checkpoint stage per walk ("pilot coarse", "pilot fine")."""
-    tally = sample(
-        model,
-        sweep,
-        n_samples=samples,
-        seed=seed,
-        stream=PILOT_STREAM,
-        checks=(float(epsilon),),
-        histograms=False,
-        config=config,
+    tally = sweep_tally(
+        model, sweep, epsilon, samples=samples, seed=seed, stream=PILOT_STREAM, config=config,
         description=f"pilot {walk}",
-    )
+    )  # fmt: skip
     index = -1
     for i in range(len(sweep)):
         if tally.delta(i, 0) > target:
