@@ -74,6 +74,8 @@ from minsep.framework.montecarlo.proposals import (
     DeltaCheck,
     DeltaPlan,
     EpsilonPlan,
+    EpsilonQuestion,
+    SigmaPilot,
     Verification,
 )
 from minsep.framework.montecarlo.sampling import PILOT_STREAM, EngineConfig
@@ -98,6 +100,8 @@ __all__ = [
 
 #: Pilot grid of epsilons (candidates are grid points; resolution eps_max / (size - 1)).
 PILOT_GRID = 2001
+#: Bisection steps of the escort's sweep-centring pilot (:meth:`EscortProposal.locate`).
+LOCATE_STEPS = 14
 
 
 @attrs.frozen
@@ -170,18 +174,7 @@ class EscortProposal:
         check_range(owner, "samples", samples, low=2, integer=True)
         check_range(owner, "pilot_samples", pilot_samples, low=2, integer=True)
 
-    def plan_epsilon(
-        self,
-        model: PrivacyLossModel,
-        sigma: float,
-        delta: float,
-        *,
-        fractions: Sequence[float],
-        samples: int,
-        pilot_samples: int,
-        seed: int,
-        config: EngineConfig,
-    ) -> EpsilonPlan:
+    def plan_epsilon(self, model: PrivacyLossModel, question: EpsilonQuestion) -> EpsilonPlan:
         """Plan an epsilon question: escort draws for the remove direction.
 
         Pilot (stream 0) on a grid of epsilons up to the order's RDP bound; candidates at
@@ -190,7 +183,9 @@ class EscortProposal:
         accepts candidate r iff the mean of ``W / s*`` is at most ``x_b = base_delta(samples,
         delta / s*, R)`` (no draws when ``s* <= delta``: the RDP bound alone certifies).
         """
-        count = len(fractions)
+        sigma, delta, fractions = question.sigma, question.delta, question.fractions
+        samples, pilot_samples, seed = question.samples, question.pilot_samples, question.seed
+        config, count = question.config, len(question.fractions)
         setups = self.setups(model, sigma)
         setup = min(setups, key=lambda s: s.epsilon_at(math.log(delta)))
         grid, means, estimate = self._pilot(model, setup, delta, pilot_samples, seed, config, "")
@@ -204,9 +199,7 @@ class EscortProposal:
         norm_guess = min(delta * math.exp(-log_guess), 0.5)
         target = base_delta(samples, norm_guess, candidates=count) * math.exp(log_guess)
         proposed = [_first_below(grid, means, k * target) for k in fractions]
-        add, proposed, add_check = self._add_route(
-            model, sigma, delta, proposed, fractions, samples, pilot_samples, seed, config
-        )
+        add, proposed, add_check = self._add_route(model, question, proposed)
         candidates = tuple(float(x) for x in np.maximum.accumulate(proposed) if math.isfinite(x))
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
         scale = support_scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
@@ -237,16 +230,7 @@ class EscortProposal:
         )
 
     def _add_route(
-        self,
-        model: PrivacyLossModel,
-        sigma: float,
-        delta: float,
-        candidates: list[float],
-        fractions: Sequence[float],
-        samples: int,
-        pilot_samples: int,
-        seed: int,
-        config: EngineConfig,
+        self, model: PrivacyLossModel, question: EpsilonQuestion, candidates: list[float]
     ) -> tuple[str, list[float], Verification | None]:
         """The add direction's route for an epsilon question (module docstring), the
         candidates raised to what it needs, and its verification (route ``"plain"``).
@@ -257,7 +241,8 @@ class EscortProposal:
         raised to it; else ``"plain"``: a plain add pilot (stream 0) raises each candidate to
         its ``eps_hat(kappa add_base)`` and the add draws verify at ``add_base``.
         """
-        count = len(fractions)
+        sigma, delta, fractions = question.sigma, question.delta, question.fractions
+        samples, count, config = question.samples, len(question.fractions), question.config
         if candidates[0] >= add_threshold(model):
             return "exact zero", candidates, None
         add_epsilon = add_bound(model, sigma).epsilon(delta)
@@ -268,7 +253,11 @@ class EscortProposal:
         add_base = base_delta(samples, delta, candidates=count)
         draws = add_sampler(model, sigma, config)
         add_pilot = attrs.evolve(draws, histograms=True).tally(
-            (), n_samples=pilot_samples, seed=seed, stream=PILOT_STREAM, description="pilot add"
+            (),
+            n_samples=question.pilot_samples,
+            seed=question.seed,
+            stream=PILOT_STREAM,
+            description="pilot add",
         )
         raised = [
             max(c, estimate_epsilon(add_pilot, k * add_base).value)
@@ -474,25 +463,17 @@ class EscortProposal:
             (epsilon,), n_samples=samples, seed=seed, stream=stream, description=description
         )
 
-    def locate_sigma(
-        self,
-        model: PrivacyLossModel,
-        epsilon: float,
-        target: float,
-        *,
-        samples: int,
-        seed: int,
-        config: EngineConfig | None = None,
-        low: float = 2.0**-4,
-        high: float = 2.0**8,
-        steps: int = 14,
-    ) -> float:
-        """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``.
+    def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float:
+        """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``
+        (``steps`` halvings, 14 by default).
 
-        No guarantee; it only centres the sweep that :meth:`calibrate_sweep` verifies. A sigma
-        too small for every affordable order counts as failing. Raises CalibrationError when
-        even ``high`` fails.
+        No guarantee; it only centres the sweep that Algorithm 5 verifies. A sigma too small
+        for every affordable order counts as failing. Raises CalibrationError when even
+        ``high`` fails.
         """
+        epsilon, target, samples, seed = pilot.epsilon, pilot.target, pilot.samples, pilot.seed
+        config, low, high = pilot.config, pilot.low, pilot.high
+        steps = LOCATE_STEPS if pilot.steps is None else pilot.steps
 
         def passes(sigma: float, step: int) -> bool:
             try:

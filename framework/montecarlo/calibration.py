@@ -34,7 +34,7 @@ from minsep.framework.errors import CalibrationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo.certificates import SweepCalibration
 from minsep.framework.montecarlo.plain import PLAIN
-from minsep.framework.montecarlo.proposals import Proposal
+from minsep.framework.montecarlo.proposals import Proposal, SigmaPilot
 from minsep.framework.montecarlo.sampling import VERIFY_STREAM, EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK, check_sweep, geometric_sweep
 from minsep.framework.validation import check_range
@@ -113,11 +113,12 @@ def locate_sigma(
     low: float = 2.0**-4,
     high: float = 2.0**8,
     proposal: Proposal | None = None,
+    steps: int | None = None,
 ) -> float:
     """Pilot estimate (stream 0) of the smallest sigma with ``delta_hat(epsilon) <= target`` on
-    the proposal's draws (plain when None: :meth:`~.plain.PlainProposal.locate_sigma`). No
+    the proposal's draws (plain when None: :meth:`~.plain.PlainProposal.locate`). No
     guarantee: it only centres the sweep :func:`calibrate_sweep` verifies on fresh draws.
-    Raises CalibrationError when even ``high`` fails."""
-    return (PLAIN if proposal is None else proposal).locate_sigma(
-        model, epsilon, target, samples=samples, seed=seed, config=config, low=low, high=high
-    )
+    ``steps`` refines the search (None: the proposal's default). Raises CalibrationError when
+    even ``high`` fails."""
+    pilot = SigmaPilot(epsilon, target, samples, seed, config, low, high, steps)
+    return (PLAIN if proposal is None else proposal).locate(model, pilot)

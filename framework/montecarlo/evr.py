@@ -62,7 +62,12 @@ from minsep.framework.montecarlo.certificates import (
 )
 from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
 from minsep.framework.montecarlo.plain import PLAIN, WIDE_BINS, overflow, pilot_tally
-from minsep.framework.montecarlo.proposals import DeltaCheck, EpsilonPlan, Proposal
+from minsep.framework.montecarlo.proposals import (
+    DeltaCheck,
+    EpsilonPlan,
+    EpsilonQuestion,
+    Proposal,
+)
 from minsep.framework.montecarlo.sampling import (
     MIN_SIGMA,
     PILOT_STREAM,
@@ -141,16 +146,9 @@ def certify_epsilon(
     config = engine_config(config, "certify_epsilon")
     if bound == "betting" and chosen.betting:
         return _certify_betting(model, sigma, delta, samples, pilot_samples, seed, config, start)
-    plan = chosen.plan_epsilon(
-        model,
-        sigma,
-        delta,
-        fractions=sorted((float(k) for k in ladder), reverse=True),
-        samples=samples,
-        pilot_samples=pilot_samples,
-        seed=seed,
-        config=config,
-    )
+    fractions = tuple(sorted((float(k) for k in ladder), reverse=True))
+    question = EpsilonQuestion(sigma, delta, fractions, samples, pilot_samples, seed, config)
+    plan = chosen.plan_epsilon(model, question)
     return _release_epsilon(plan, sigma, delta, pilot_samples, seed, start)
 
 

@@ -25,6 +25,8 @@ from minsep.framework.montecarlo.proposals import (
     DeltaCheck,
     DeltaPlan,
     EpsilonPlan,
+    EpsilonQuestion,
+    SigmaPilot,
     Verification,
 )
 from minsep.framework.montecarlo.sampling import (
@@ -51,6 +53,8 @@ __all__ = [
 #: The wider histogram a pilot is redone on when losses beyond the default range hid
 #: candidates: 4096 nats at h = 2**-6 (the same 2**18 bins, so the same memory).
 WIDE_BINS = BinSpec(bin_bits=6, max_loss=4096.0)
+#: Steps per power of two of the pilot's fine walk (:meth:`PlainProposal.locate`).
+FINE_STEPS = 8
 
 
 def check_common(owner: str, sigma: float, samples: int, pilot_samples: int, seed: int) -> None:
@@ -207,21 +211,13 @@ class PlainProposal:
             "certify_epsilon", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True
         )
 
-    def plan_epsilon(
-        self,
-        model: PrivacyLossModel,
-        sigma: float,
-        delta: float,
-        *,
-        fractions: Sequence[float],
-        samples: int,
-        pilot_samples: int,
-        seed: int,
-        config: EngineConfig,
-    ) -> EpsilonPlan:
+    def plan_epsilon(self, model: PrivacyLossModel, question: EpsilonQuestion) -> EpsilonPlan:
         """Candidates ``eps_hat(kappa delta_b)`` from the pilot's histogram (redone on
         :data:`WIDE_BINS` when losses beyond the range hid some: still the pilot stream and
         before any verification draw, so Fact 4.2 is untouched)."""
+        sigma, delta, fractions = question.sigma, question.delta, question.fractions
+        samples, pilot_samples, seed = question.samples, question.pilot_samples, question.seed
+        config = question.config
         count = len(fractions)
         delta_b = base_delta(samples, delta, candidates=count)
         pilot, candidates = _propose(model, sigma, fractions, delta_b, pilot_samples, seed, config)
@@ -292,27 +288,18 @@ class PlainProposal:
         """The pilot locates where ``delta_hat`` crosses the verification's base delta."""
         return base_delta(samples, delta)
 
-    def locate_sigma(
-        self,
-        model: PrivacyLossModel,
-        epsilon: float,
-        target: float,
-        *,
-        samples: int,
-        seed: int,
-        config: EngineConfig | None = None,
-        low: float = 2.0**-4,
-        high: float = 2.0**8,
-        fine_steps: int = 8,
-    ) -> float:
+    def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float:
         """Pilot estimate (stream 0) of the smallest sigma with ``delta_hat(epsilon) <= target``.
 
         Two walks on the pilot draws, both stopping at the first failure: powers of two from
-        ``high`` down to ``low`` on ``samples // 4`` draws, then ``2**(1/fine_steps)`` steps
-        below the last passing power on all ``samples``. No guarantee: it only centres the
-        sweep that Algorithm 5 verifies on fresh draws. Raises CalibrationError when even
-        ``high`` fails; returns ``low`` when everything passes.
+        ``high`` down to ``low`` on ``samples // 4`` draws, then ``2**(1/steps)`` steps (8 by
+        default) below the last passing power on all ``samples``. No guarantee: it only
+        centres the sweep that Algorithm 5 verifies on fresh draws. Raises CalibrationError
+        when even ``high`` fails; returns ``low`` when everything passes.
         """
+        epsilon, target, samples, seed = pilot.epsilon, pilot.target, pilot.samples, pilot.seed
+        config, low, high = pilot.config, pilot.low, pilot.high
+        fine_steps = FINE_STEPS if pilot.steps is None else pilot.steps
         check_range("locate_sigma", "target", target, low=0.0, high=1.0, low_open=True)
         check_range("locate_sigma", "low", low, low=0.0, low_open=True)
         check_range("locate_sigma", "high", high, low=low, low_open=True)

@@ -38,9 +38,11 @@ __all__ = [
     "DeltaCheck",
     "DeltaPlan",
     "EpsilonPlan",
+    "EpsilonQuestion",
     "Proposal",
     "ProposalInfo",
     "Sampler",
+    "SigmaPilot",
     "SupportBoundError",
     "SweepPlan",
     "Verification",
@@ -101,6 +103,37 @@ class Verification:
         if self.base >= 1.0:
             return 0.0
         return verification_failure(samples, self.base, candidates=declared)
+
+
+@attrs.frozen
+class EpsilonQuestion:
+    """An epsilon question as the verifier hands it to a proposal's pilot: certify an epsilon
+    at ``delta`` for ``sigma``, candidates at the fractions ``kappa_r`` (decreasing) of the
+    base delta, ``samples`` verification and ``pilot_samples`` pilot draws per route."""
+
+    sigma: float
+    delta: float
+    fractions: tuple[float, ...]
+    samples: int
+    pilot_samples: int
+    seed: int
+    config: EngineConfig
+
+
+@attrs.frozen
+class SigmaPilot:
+    """Where a pilot (stream 0) looks for a sweep's centre: the smallest sigma in ``[low,
+    high]`` with ``delta_hat(epsilon) <= target``, on ``samples`` draws; ``steps`` refines the
+    search (None: the proposal's default)."""
+
+    epsilon: float
+    target: float
+    samples: int
+    seed: int
+    config: EngineConfig | None = None
+    low: float = 2.0**-4
+    high: float = 2.0**8
+    steps: int | None = None
 
 
 @attrs.frozen
@@ -195,18 +228,7 @@ class Proposal(Protocol):
         self, sigma: float, delta: float, samples: int, pilot_samples: int, seed: int
     ) -> None: ...
 
-    def plan_epsilon(
-        self,
-        model: PrivacyLossModel,
-        sigma: float,
-        delta: float,
-        *,
-        fractions: Sequence[float],
-        samples: int,
-        pilot_samples: int,
-        seed: int,
-        config: EngineConfig,
-    ) -> EpsilonPlan: ...
+    def plan_epsilon(self, model: PrivacyLossModel, question: EpsilonQuestion) -> EpsilonPlan: ...
 
     def check_delta(
         self, sigma: float, epsilon: float, samples: int, pilot_samples: int, seed: int
@@ -231,15 +253,4 @@ class Proposal(Protocol):
 
     def pilot_target(self, samples: int, delta: float) -> float: ...
 
-    def locate_sigma(
-        self,
-        model: PrivacyLossModel,
-        epsilon: float,
-        target: float,
-        *,
-        samples: int,
-        seed: int,
-        config: EngineConfig | None = None,
-        low: float = 2.0**-4,
-        high: float = 2.0**8,
-    ) -> float: ...
+    def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float: ...
