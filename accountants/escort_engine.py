@@ -76,6 +76,7 @@ from minsep.framework.montecarlo.proposals import (
     EpsilonPlan,
     EpsilonQuestion,
     SigmaPilot,
+    SweepQuestion,
     Verification,
 )
 from minsep.framework.montecarlo.sampling import PILOT_STREAM, EngineConfig
@@ -345,18 +346,7 @@ class EscortProposal:
 
     # -- calibration ---------------------------------------------------------------------
 
-    def plan_sweep(
-        self,
-        model: PrivacyLossModel,
-        sweep: tuple[float, ...],
-        epsilon: float,
-        delta: float,
-        *,
-        samples: int,
-        seed: int,
-        config: EngineConfig | None,
-        stream: int,
-    ) -> EscortSweep:
+    def plan_sweep(self, model: PrivacyLossModel, question: SweepQuestion) -> EscortSweep:
         """Algorithm 5 with escort draws.
 
         The sweep's entries from the first whose sigma no affordable order can run on (the
@@ -370,22 +360,9 @@ class EscortProposal:
         i``. The add direction: ``"exact zero"``, else per entry the §10 bound, else plain add
         draws shared by the sweep; entries no route settles fail.
         """
-        eps = float(epsilon)
-        setups, log_scale = self.sweep_plan(model, sweep, eps)
-        return escort_sweep(
-            model,
-            sweep,
-            eps,
-            delta,
-            setups,
-            log_scale,
-            add_fits=self.plain_add_fits(samples, delta, 1),
-            samples=samples,
-            seed=seed,
-            config=config or EngineConfig(),
-            stream=stream,
-            max_states=self.max_states,
-        )
+        setups, log_scale = self.sweep_plan(model, question.sweep, float(question.epsilon))
+        fits = self.plain_add_fits(question.samples, question.delta, 1)
+        return escort_sweep(model, question, setups, log_scale, fits, self.max_states)
 
     def pilot_target(self, samples: int, delta: float) -> float:
         """The escort's pilot locates where the remove direction's estimate crosses delta/2."""

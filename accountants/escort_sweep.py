@@ -23,6 +23,7 @@ from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
 from minsep.framework.montecarlo.certificates import ProposalInfo
 from minsep.framework.montecarlo.plain import sweep_tally
+from minsep.framework.montecarlo.proposals import SweepQuestion
 from minsep.framework.montecarlo.sampling import EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK
 
@@ -31,17 +32,10 @@ __all__ = ["EscortSweep", "escort_sweep"]
 
 def escort_sweep(
     model: PrivacyLossModel,
-    sweep: tuple[float, ...],
-    eps: float,
-    delta: float,
+    question: SweepQuestion,
     setups: Sequence[EscortSetup],
     log_scale: float,
-    *,
     add_fits: bool,
-    samples: int,
-    seed: int,
-    config: EngineConfig,
-    stream: int,
     max_states: int,
 ) -> EscortSweep:
     """The plan of an escort sweep whose runnable entries have ``setups`` (one order) and the
@@ -49,6 +43,9 @@ def escort_sweep(
     (else entries the §10 bound does not settle fail). Plain add draws, when the route needs
     them, are drawn here (stage ``calibrate add``); escort draws entry by entry in
     :meth:`EscortSweep.check`."""
+    sweep, eps, delta = question.sweep, float(question.epsilon), question.delta
+    samples, seed, stream = question.samples, question.seed, question.stream
+    config = question.config or EngineConfig()
     order = setups[0].order
     scale = support_scale(log_scale, order, eps)
     x_b = base_delta(samples, min(delta / scale, 0.5))

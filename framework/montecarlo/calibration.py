@@ -34,7 +34,7 @@ from minsep.framework.errors import CalibrationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo.certificates import SweepCalibration
 from minsep.framework.montecarlo.plain import PLAIN
-from minsep.framework.montecarlo.proposals import Proposal, SigmaPilot
+from minsep.framework.montecarlo.proposals import Proposal, SigmaPilot, SweepQuestion
 from minsep.framework.montecarlo.sampling import VERIFY_STREAM, EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK, check_sweep, geometric_sweep
 from minsep.framework.validation import check_range
@@ -72,9 +72,8 @@ def calibrate_sweep(
     values = check_sweep(sweep)
     check_range("calibrate_sweep", "epsilon", epsilon, low=0.0)
     check_range("calibrate_sweep", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    plan = (PLAIN if proposal is None else proposal).plan_sweep(
-        model, values, epsilon, delta, samples=samples, seed=seed, config=config, stream=stream
-    )
+    question = SweepQuestion(values, epsilon, delta, samples, seed, config, stream)
+    plan = (PLAIN if proposal is None else proposal).plan_sweep(model, question)
     deltas: list[float] = []
     index = -1
     for i in range(len(values)):

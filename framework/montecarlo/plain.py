@@ -27,6 +27,7 @@ from minsep.framework.montecarlo.proposals import (
     EpsilonPlan,
     EpsilonQuestion,
     SigmaPilot,
+    SweepQuestion,
     Verification,
 )
 from minsep.framework.montecarlo.sampling import (
@@ -261,21 +262,12 @@ class PlainProposal:
         """Both directions drawn plainly, pilot and verification (exact sums at epsilon)."""
         return DeltaPlan((DeltaCheck(PlainSampler(model, sigma, config, histograms=False)),))
 
-    def plan_sweep(
-        self,
-        model: PrivacyLossModel,
-        sweep: tuple[float, ...],
-        epsilon: float,
-        delta: float,
-        *,
-        samples: int,
-        seed: int,
-        config: EngineConfig | None,
-        stream: int,
-    ) -> _PlainSweep:
+    def plan_sweep(self, model: PrivacyLossModel, question: SweepQuestion) -> _PlainSweep:
         """One plain tally of every sigma at ``epsilon`` (common random numbers), against
         ``delta_b = base_delta(samples, delta)``."""
-        delta_b = base_delta(samples, delta)
+        sweep, epsilon, samples = question.sweep, question.epsilon, question.samples
+        seed, stream, config = question.seed, question.stream, question.config
+        delta_b = base_delta(samples, question.delta)
         tally = sweep_tally(
             model, sweep, epsilon, samples=samples, seed=seed, stream=stream, config=config,
             description="calibrate",

@@ -45,6 +45,7 @@ __all__ = [
     "SigmaPilot",
     "SupportBoundError",
     "SweepPlan",
+    "SweepQuestion",
     "Verification",
 ]
 
@@ -118,6 +119,21 @@ class EpsilonQuestion:
     pilot_samples: int
     seed: int
     config: EngineConfig
+
+
+@attrs.frozen
+class SweepQuestion:
+    """Algorithm 5's question as the walk hands it to a proposal: the ``sweep`` (decreasing,
+    checked), ``epsilon`` and ``delta``, ``samples`` draws per direction and entry, on
+    ``stream``."""
+
+    sweep: tuple[float, ...]
+    epsilon: float
+    delta: float
+    samples: int
+    seed: int
+    config: EngineConfig | None
+    stream: int
 
 
 @attrs.frozen
@@ -238,18 +254,7 @@ class Proposal(Protocol):
         self, model: PrivacyLossModel, sigma: float, epsilon: float, *, config: EngineConfig
     ) -> DeltaPlan: ...
 
-    def plan_sweep(
-        self,
-        model: PrivacyLossModel,
-        sweep: tuple[float, ...],
-        epsilon: float,
-        delta: float,
-        *,
-        samples: int,
-        seed: int,
-        config: EngineConfig | None,
-        stream: int,
-    ) -> SweepPlan: ...
+    def plan_sweep(self, model: PrivacyLossModel, question: SweepQuestion) -> SweepPlan: ...
 
     def pilot_target(self, samples: int, delta: float) -> float: ...
 
