@@ -22,6 +22,13 @@ DP, and ``delta_b`` was chosen so that this is ``<= delta`` at the best ``tau``
 :func:`certify_delta` is the same with a ladder of base deltas at a fixed epsilon; the released
 value is ``overall_delta(m, t, candidates=R)`` for the smallest accepted threshold ``t``.
 
+Any proposal (:mod:`.proposals`). The verifier above reads ``X = w (1 - e^{eps - L})_+ / s`` in
+[0, 1] per direction route, ``s`` the route's support bound fixed by the pilot (plain: ``w =
+1``, ``s = 1``, both directions in one route). Fact 4.2 applies to ``X`` unchanged, so accepting
+at base ``x_b`` certifies ``delta_route <= s overall_delta(m, x_b)`` (and ``delta_route <= s``
+in any case); a claim is accepted when every route accepts it, and the released delta is the
+largest route's.
+
 :func:`certified_curve` gives upper bounds on ``delta(eps)`` holding **simultaneously** on a grid
 of epsilons fixed in advance: a KL upper confidence bound per grid point and direction at level
 ``beta / (2 G)`` (union bound over the ``G`` points and two directions), applied to the
@@ -169,12 +176,10 @@ def _release_epsilon(
         for j, c in enumerate(candidates)
         if all(means[j] <= check.base for check, (_, means) in zip(plan.checks, drawn, strict=True))
     ]
-    if plan.estimate is None:
-        verified_tally = drawn[0][0]
-        assert plan.pool is not None and verified_tally is not None
-        estimate = estimate_epsilon([plan.pool, verified_tally], delta)
-    else:
-        estimate = plan.estimate
+    estimate = plan.estimate
+    if estimate is None:  # pool the pilot with the first route's verification draws
+        runs = [t for t in (plan.pool, drawn[0][0]) if t is not None]
+        estimate = estimate_epsilon(runs, delta)
     reason = ""
     if not accepted:
         smallest = min(deltas) if deltas else math.nan

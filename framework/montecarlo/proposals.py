@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 
-from minsep.framework.errors import MinsepError
+from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import verification_failure
 from minsep.framework.montecarlo.certificates import ProposalInfo
@@ -180,6 +180,12 @@ class EpsilonPlan:
     add_delta: Callable[[float], float] | None = None
     empty_reason: str = ""
     failed_reason: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if self.estimate is None and self.pool is None:
+            raise ConfigurationError(
+                "EpsilonPlan.estimate = None is invalid without a pilot to pool: give one"
+            )
 
 
 @attrs.frozen
