@@ -60,6 +60,7 @@ from minsep.framework.montecarlo.bounds import check_feasible_delta
 from minsep.framework.montecarlo.checkpoint import writable_folder_problem
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER, EPSILON_BOUNDS
 from minsep.framework.montecarlo.executors import call_on_worker
+from minsep.framework.montecarlo.plain import PLAIN
 from minsep.framework.montecarlo.planning import (
     available_memory,
     fixed_bytes,
@@ -794,11 +795,8 @@ class MonteCarloAccountant(Accountant):
             if failure is not None:
                 _plain_after_escort(self.samples, float(delta), 1, failure)
                 proposal, why = None, (*why, _fallback_note(failure))
-        if proposal is None:
-            delta_b = base_delta(self.samples, delta)
-            centre = self._centre(locate_sigma, model, epsilon, delta_b, seed, config)
-        elif centre is None:
-            centre = self._centre(proposal.locate_sigma, model, epsilon, delta / 2.0, seed, config)
+        if centre is None:
+            centre = self._centre(model, epsilon, delta, proposal, seed, config)
         sweep = self._sweep(centre)
         result = calibrate_sweep(
             model,
@@ -855,24 +853,26 @@ class MonteCarloAccountant(Accountant):
 
     def _centre(
         self,
-        locate: Callable[..., float],
         model: PrivacyLossModel,
         epsilon: float,
-        pilot_delta: float,
+        delta: float,
+        proposal: EscortProposal | None,
         seed: int,
         config: EngineConfig,
     ) -> float:
-        """The sweep's centre from ``locate`` (the plain or the escort pilot) at
-        ``pilot_delta``, on this accountant's pilot samples and sigma bracket."""
-        return locate(
+        """The sweep's centre: the proposal's pilot (plain when None) at its pilot target for
+        ``delta``, on this accountant's pilot samples and sigma bracket."""
+        target = (PLAIN if proposal is None else proposal).pilot_target(self.samples, delta)
+        return locate_sigma(
             model,
             epsilon,
-            pilot_delta,
+            target,
             samples=self._pilot(),
             seed=seed,
             config=config,
             low=self.sigma_low,
             high=self.sigma_high,
+            proposal=proposal,
         )
 
     def _escort_centre(
@@ -892,7 +892,7 @@ class MonteCarloAccountant(Accountant):
         verification draw is spent before the route is fixed."""
         try:
             proposal.setups(model, self.sigma_high)
-            centre = self._centre(proposal.locate_sigma, model, epsilon, delta / 2.0, seed, config)
+            centre = self._centre(model, epsilon, delta, proposal, seed, config)
             proposal.sweep_plan(model, self._sweep(centre), float(epsilon))
         except (ConfigurationError, CalibrationError) as exc:
             return None, exc

@@ -47,6 +47,7 @@ from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo import EngineConfig
 from minsep.framework.montecarlo.bounds import base_delta, min_samples
+from minsep.framework.montecarlo.calibration import locate_sigma
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
 from minsep.framework.montecarlo.planning import format_seconds
 from minsep.framework.montecarlo.precision import LOOSEST_PRECISION, samples_for_precision
@@ -223,7 +224,7 @@ def _escort_estimate(
         log_support = setup.log_support(epsilon)
     else:
         epsilon = float(numbers["epsilon"])
-        centre = proposal.locate_sigma(
+        centre = locate_sigma(
             model,
             epsilon,
             delta / 2.0,
@@ -232,6 +233,7 @@ def _escort_estimate(
             config=config,
             low=accountant.sigma_low,
             high=accountant.sigma_high,
+            proposal=proposal,
             steps=10,
         )
         sweep = accountant._sweep(centre)

@@ -14,8 +14,15 @@ Modules, each with one job:
   spawn_key=(stream, chunk, direction))``), common random numbers across sigma.
 * :mod:`.estimates` — point estimates ``delta_hat(eps)``, ``eps_hat(delta)`` with standard
   errors.
-* :mod:`.evr` — certified epsilon, certified delta, certified epsilon(delta) curve.
-* :mod:`.calibration` — Algorithm 5 over a geometric sigma sweep reusing the draws.
+* :mod:`.proposals` — a proposal as data: per direction route, a sampler of the verified
+  variable ``X = w (1 - e^{eps - L})_+ / s`` in [0, 1] with its support bound ``s``, and the
+  plans (candidates, thresholds, sweeps) a proposal's pilot fixes before verification.
+* :mod:`.plain` — the plain proposal (the dominating pair: ``w = 1``, ``s = 1``).
+* :mod:`.certificates` — the records the questions return.
+* :mod:`.evr` — the one verifier: certified epsilon, certified delta (any proposal), the
+  certified epsilon(delta) curve.
+* :mod:`.calibration` — Algorithm 5's one walk over a sigma sweep (any proposal);
+  :mod:`.sweeps` — geometric sweeps.
 * :mod:`.planning` — memory per chunk, chunk sizes from a memory budget, time estimates.
 * :mod:`.cache` — seeded answers reused; :mod:`.trust` — what is read back checked first.
 """

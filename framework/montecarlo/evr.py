@@ -22,6 +22,13 @@ DP, and ``delta_b`` was chosen so that this is ``<= delta`` at the best ``tau``
 :func:`certify_delta` is the same with a ladder of base deltas at a fixed epsilon; the released
 value is ``overall_delta(m, t, candidates=R)`` for the smallest accepted threshold ``t``.
 
+Any proposal (:mod:`.proposals`). The verifier above reads ``X = w (1 - e^{eps - L})_+ / s`` in
+[0, 1] per direction route, ``s`` the route's support bound fixed by the pilot (plain: ``w =
+1``, ``s = 1``, both directions in one route). Fact 4.2 applies to ``X`` unchanged, so accepting
+at base ``x_b`` certifies ``delta_route <= s overall_delta(m, x_b)`` (and ``delta_route <= s``
+in any case); a claim is accepted when every route accepts it, and the released delta is the
+largest route's.
+
 :func:`certified_curve` gives upper bounds on ``delta(eps)`` holding **simultaneously** on a grid
 of epsilons fixed in advance: a KL upper confidence bound per grid point and direction at level
 ``beta / (2 G)`` (union bound over the ``G`` points and two directions), applied to the
@@ -34,19 +41,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 import numpy as np
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
-from minsep.framework.montecarlo.accumulators import (
-    BinSpec,
-    LossHistogram,
-    SweepTally,
-    hockey_stick,
-)
+from minsep.framework.montecarlo.accumulators import LossHistogram, hockey_stick
 from minsep.framework.montecarlo.betting import (
     BettingPlan,
     choose_bets,
@@ -61,8 +62,19 @@ from minsep.framework.montecarlo.bounds import (
     overall_delta,
     verification_failure,
 )
-from minsep.framework.montecarlo.estimates import estimate_delta, estimate_epsilon
-from minsep.framework.montecarlo.proposals import Proposal, ProposalInfo
+from minsep.framework.montecarlo.certificates import (
+    CertifiedCurve,
+    DeltaCertificate,
+    EpsilonCertificate,
+)
+from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
+from minsep.framework.montecarlo.plain import PLAIN, WIDE_BINS, overflow, pilot_tally
+from minsep.framework.montecarlo.proposals import (
+    DeltaCheck,
+    EpsilonPlan,
+    EpsilonQuestion,
+    Proposal,
+)
 from minsep.framework.montecarlo.sampling import (
     MIN_SIGMA,
     PILOT_STREAM,
@@ -77,6 +89,7 @@ __all__ = [
     "DEFAULT_FACTORS",
     "DEFAULT_LADDER",
     "EPSILON_BOUNDS",
+    "WIDE_BINS",
     "CertifiedCurve",
     "DeltaCertificate",
     "EpsilonCertificate",
@@ -88,9 +101,6 @@ __all__ = [
 #: Fractions kappa of delta_b at which the pilot's eps_hat proposes candidates (the paper
 #: estimates at delta/2; the larger fractions release a tighter epsilon when they verify).
 DEFAULT_LADDER: tuple[float, ...] = (1.0, 0.8, 0.65, 0.5, 0.35, 0.25, 0.125, 1.0 / 32)
-#: The wider histogram a pilot is redone on when losses beyond the default range hid
-#: candidates: 4096 nats at h = 2**-6 (the same 2**18 bins, so the same memory).
-WIDE_BINS = BinSpec(bin_bits=6, max_loss=4096.0)
 #: The bounds :func:`certify_epsilon` can verify with (the first is the default).
 EPSILON_BOUNDS: tuple[str, ...] = ("betting", "fact42")
 #: The betting walk's grid is at full resolution up to where the pilot's delta falls to this
@@ -99,174 +109,6 @@ FINE_FRACTION = 1.0 / 4
 TOP_FRACTION = 1.0 / 64
 #: Multipliers of the pilot's delta upper estimate proposing base deltas for certify_delta.
 DEFAULT_FACTORS: tuple[float, ...] = (1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0)
-
-
-@attrs.frozen
-class EpsilonCertificate:
-    """The outcome of :func:`certify_epsilon` (see the module docstring for the guarantee).
-
-    ``certified`` is the released epsilon (``inf`` when no candidate verified; then
-    ``verified`` is False, nothing is claimed and ``reason`` says why: the losses exceed the
-    histogram's range, so no finite candidate could be proposed (more samples cannot help), or
-    every candidate failed verification (more samples may help)). The run is ``(certified,
-    delta)``-DP with the verification failure ``failure_probability`` already folded into
-    ``delta``. ``estimate`` is the point estimate ``eps_hat(delta)`` from pilot and
-    verification samples together (no guarantee), with ``std_error``.
-    """
-
-    sigma: float
-    delta: float
-    estimate: float
-    std_error: float
-    certified: float
-    verified: bool
-    base_delta: float
-    failure_probability: float
-    candidates: tuple[float, ...]
-    candidate_deltas: tuple[float, ...]
-    samples: int
-    pilot_samples: int
-    seed: int
-    seconds: float
-    reason: str = ""
-    proposal: ProposalInfo | None = None
-    bound: str = "fact42"
-    declared: int = 1
-
-    def evidence(self) -> dict[str, Any] | None:
-        """What the verification saw, for re-deriving ``certified`` from a stored result
-        (:mod:`.trust`): the candidates with their verification means (max over directions)
-        and the number ``R`` declared; for betting, the released point and its mean. None for
-        an importance-sampling proposal (its own rule)."""
-        if self.proposal is not None:
-            return None
-        if self.bound == "betting":
-            released = self.candidates[0] if self.candidates else None
-            mean = self.candidate_deltas[0] if self.candidate_deltas else None
-            return {"rule": "betting", "released": released, "verification_mean": mean}
-        return {
-            "rule": "fact42",
-            "declared": self.declared,
-            "candidates": list(self.candidates),
-            "verification_means": list(self.candidate_deltas),
-        }
-
-    def notes(self) -> tuple[str, ...]:
-        """Human-readable statement of what is guaranteed (or why nothing is)."""
-        if not self.verified:
-            return (f"NOT CERTIFIED: {self.reason} certified_epsilon = inf.",)
-        if self.bound == "betting":
-            return (
-                f"certified ({self.certified:.6g}, {self.delta:.6g})-DP by estimate-verify-"
-                f"release with the betting bound (docs/math.md §7.2): on {self.samples} fresh "
-                "samples per direction, every grid point from the top down to the released one "
-                f"refuted delta(eps) >= {self.base_delta:.6g} in both directions (wealth >= "
-                f"1/beta); one failure event of probability {self.failure_probability:.3g} "
-                f"covers the whole grid and is folded into delta (bets and grid fixed by "
-                f"{self.pilot_samples} pilot samples).",
-            )
-        return (
-            f"certified ({self.certified:.6g}, {self.delta:.6g})-DP by estimate-verify-release: "
-            f"the candidate passed verification (mean of X <= base delta {self.base_delta:.6g} "
-            f"in both directions) on {self.samples} fresh samples per direction; the chance of "
-            f"passing a wrong candidate ({self.failure_probability:.3g}, Fact 4.2 with a union "
-            f"bound over {len(self.candidates)} candidates fixed by {self.pilot_samples} pilot "
-            "samples) is folded into delta.",
-        )
-
-
-@attrs.frozen
-class DeltaCertificate:
-    """The outcome of :func:`certify_delta`.
-
-    ``certified`` is a delta at which the run is ``(epsilon, certified)``-DP, the verification
-    failure ``failure_probability`` folded in (1.0 when nothing verified). ``estimate`` is the
-    exact empirical ``delta_hat(epsilon)`` over pilot and verification samples.
-    """
-
-    sigma: float
-    epsilon: float
-    estimate: float
-    std_error: float
-    certified: float
-    verified: bool
-    base_delta: float
-    failure_probability: float
-    thresholds: tuple[float, ...]
-    verification_delta: float
-    samples: int
-    pilot_samples: int
-    seed: int
-    seconds: float
-    proposal: ProposalInfo | None = None
-
-    def evidence(self) -> dict[str, Any] | None:
-        """The declared thresholds and the verification mean, for re-deriving ``certified``
-        from a stored result (:mod:`.trust`); None for an importance-sampling proposal."""
-        if self.proposal is not None:
-            return None
-        return {
-            "rule": "fact42",
-            "thresholds": list(self.thresholds),
-            "verification_mean": self.verification_delta,
-        }
-
-    def notes(self) -> tuple[str, ...]:
-        """Human-readable statement of what is guaranteed."""
-        if not self.verified:
-            return (
-                f"NOT CERTIFIED: the verification mean {self.verification_delta:.6g} exceeded "
-                "every declared base delta; certified_delta = 1 (trivial).",
-            )
-        return (
-            f"certified ({self.epsilon:.6g}, {self.certified:.6g})-DP by estimate-verify-"
-            f"release: verification mean <= base delta {self.base_delta:.6g} in both directions "
-            f"on {self.samples} fresh samples; failure probability "
-            f"{self.failure_probability:.3g} (Fact 4.2, union bound over "
-            f"{len(self.thresholds)} declared thresholds) is folded into delta.",
-        )
-
-
-@attrs.frozen
-class CertifiedCurve:
-    """Upper bounds on ``delta(eps)`` that hold simultaneously on ``epsilons``.
-
-    With probability at least ``1 - failure_probability`` over the engine's randomness,
-    ``delta(eps) <= delta_upper[g]`` for every ``g`` and, since delta is non-increasing, for
-    every ``eps >= epsilons[g]``. Not folded: a user folding the failure into delta adds
-    ``failure_probability``.
-    """
-
-    sigma: float
-    epsilons: tuple[float, ...]
-    delta_hat: tuple[float, ...]
-    delta_upper: tuple[float, ...]
-    failure_probability: float
-    samples: int
-    seed: int
-    seconds: float
-
-    def delta_at(self, epsilon: float) -> float:
-        """Certified upper bound on ``delta(epsilon)`` (1.0 below the grid)."""
-        best = 1.0
-        for eps, upper in zip(self.epsilons, self.delta_upper, strict=True):
-            if eps <= epsilon:
-                best = min(best, upper)
-        return best
-
-    def epsilon_at(self, delta: float) -> float:
-        """Smallest grid epsilon whose certified delta is ``<= delta`` (``inf`` if none)."""
-        for eps, upper in zip(self.epsilons, self.delta_upper, strict=True):
-            if upper <= delta:
-                return eps
-        return math.inf
-
-
-def _check_common(owner: str, sigma: float, samples: int, pilot_samples: int, seed: int) -> None:
-    check_range(owner, "sigma", sigma, low=MIN_SIGMA)
-    check_range(owner, "samples", samples, low=2, integer=True)
-    check_range(owner, "pilot_samples", pilot_samples, low=2, integer=True)
-    check_range(owner, "seed", seed, low=0, integer=True)
 
 
 def certify_epsilon(
@@ -282,33 +124,24 @@ def certify_epsilon(
     proposal: Proposal | None = None,
     bound: str = "betting",
 ) -> EpsilonCertificate:
-    """Certify an epsilon at ``delta`` by EVR (module docstring states the guarantee).
+    """Certify an epsilon at ``delta`` by EVR on a proposal's draws (plain when None); the
+    module docstring states the guarantee.
 
-    ``bound="betting"`` (default) walks a fine epsilon grid with the betting test of
-    :mod:`~minsep.framework.montecarlo.betting` (docs/math.md §7.2; ``ladder`` unused).
-    ``bound="fact42"`` is the candidate ladder verified by Fact 4.2:
+    ``bound="betting"`` (default, where the proposal supports it: plain sampling) walks a fine
+    epsilon grid with the betting test of :mod:`~minsep.framework.montecarlo.betting`
+    (docs/math.md §7.2; ``ladder`` unused). Otherwise the candidate ladder verified by Fact
+    4.2:
 
-    1. ``delta_b = base_delta(samples, delta, candidates=len(ladder))`` (raises naming
-       ``m`` when ``samples`` is too small for ``delta``).
-    2. Pilot (stream 0, ``pilot_samples``): candidates ``eps_r = eps_hat_pilot(kappa_r
-       delta_b)`` for ``kappa_r`` in ``ladder``, made non-decreasing.
-    3. Verification (stream 1, ``samples``): exact means of X at every candidate; release the
-       smallest candidate with both directions' mean ``<= delta_b``.
+    1. The proposal's pilot (stream 0, ``pilot_samples``) plans the candidates (for plain:
+       ``eps_r = eps_hat_pilot(kappa_r delta_b)`` for ``kappa_r`` in ``ladder`` with
+       ``delta_b = base_delta(samples, delta, candidates=len(ladder))``, made non-decreasing)
+       and its direction routes (:class:`~.proposals.EpsilonPlan`).
+    2. Verification (stream 1, ``samples``): exact means of ``X`` at every candidate, per
+       route; release the smallest candidate every route accepts (:func:`_release_epsilon`).
     """
-    if proposal is not None and not proposal.plain:
-        return proposal.certify_epsilon(
-            model,
-            sigma,
-            delta,
-            samples=samples,
-            pilot_samples=pilot_samples,
-            seed=seed,
-            config=config,
-            ladder=ladder,
-        )
     start = time.perf_counter()
-    _check_common("certify_epsilon", sigma, samples, pilot_samples, seed)
-    check_range("certify_epsilon", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    chosen: Proposal = PLAIN if proposal is None else proposal
+    chosen.check_epsilon(sigma, delta, samples, pilot_samples, seed)
     if not ladder or not all(0.0 < k <= 1.0 for k in ladder):
         raise ConfigurationError(
             f"certify_epsilon.ladder = {tuple(ladder)!r} is invalid: must be fractions in (0, 1]"
@@ -318,68 +151,62 @@ def certify_epsilon(
             f"certify_epsilon.bound = {bound!r} is invalid: must be one of {list(EPSILON_BOUNDS)}"
         )
     config = engine_config(config, "certify_epsilon")
-    if bound == "betting":
+    if bound == "betting" and chosen.betting:
         return _certify_betting(model, sigma, delta, samples, pilot_samples, seed, config, start)
-    fractions = sorted((float(k) for k in ladder), reverse=True)
-    count = len(fractions)
-    delta_b = base_delta(samples, delta, candidates=count)
-    pilot, candidates = _propose(model, sigma, fractions, delta_b, pilot_samples, seed, config)
-    if len(candidates) < count and _overflow(pilot) > fractions[-1] * delta_b:
-        # losses beyond the histogram hid candidates: propose again on a wider grid (still
-        # the pilot stream and before any verification draw, so Fact 4.2 is untouched)
-        wide = attrs.evolve(config, bins=WIDE_BINS)
-        if wide.bins.max_loss > config.bins.max_loss:
-            config = wide
-            pilot, candidates = _propose(
-                model, sigma, fractions, delta_b, pilot_samples, seed, config, "pilot wide"
-            )
-    verify = sample(
-        model,
-        [sigma],
-        n_samples=samples,
-        seed=seed,
-        stream=VERIFY_STREAM,
-        checks=candidates,
-        config=config,
-        description="verify",
-    )
-    deltas = tuple(verify.delta(0, j) for j in range(len(candidates)))
-    accepted = [c for c, d in zip(candidates, deltas, strict=True) if d <= delta_b]
-    estimate = estimate_epsilon([pilot, verify], delta)
-    certified = max(accepted[0], estimate.value) if accepted else math.inf
+    fractions = tuple(sorted((float(k) for k in ladder), reverse=True))
+    question = EpsilonQuestion(sigma, delta, fractions, samples, pilot_samples, seed, config)
+    plan = chosen.plan_epsilon(model, question)
+    return _release_epsilon(plan, sigma, delta, pilot_samples, seed, start)
+
+
+def _release_epsilon(
+    plan: EpsilonPlan, sigma: float, delta: float, pilot_samples: int, seed: int, start: float
+) -> EpsilonCertificate:
+    """Verify ``plan`` (stream 1, every route) and release the smallest candidate every route
+    accepts, at least the point estimate; ``delta_r`` of a candidate is the largest of its
+    routes' verification means times their support bounds."""
+    candidates, samples = plan.candidates, plan.samples
+    drawn = [c.means(candidates, samples, seed, VERIFY_STREAM) for c in plan.checks]
+    deltas = [
+        max(means[j] * check.support for check, (_, means) in zip(plan.checks, drawn, strict=True))
+        for j in range(len(candidates))
+    ]
+    accepted = [
+        c
+        for j, c in enumerate(candidates)
+        if all(means[j] <= check.base for check, (_, means) in zip(plan.checks, drawn, strict=True))
+    ]
+    estimate = plan.estimate
+    if estimate is None:  # pool the pilot with the first route's verification draws
+        runs = [t for t in (plan.pool, drawn[0][0]) if t is not None]
+        estimate = estimate_epsilon(runs, delta)
     reason = ""
-    if not candidates:
-        reason = (
-            f"the losses exceed the histogram's range: a fraction {_overflow(pilot):.3g} of the "
-            f"{pilot_samples} pilot losses lies above {config.bins.max_loss:g} nats (or is "
-            f"infinite), more than the base delta {delta_b:.6g}, so no finite epsilon could be "
-            "proposed; more samples cannot help: epsilon at this sigma is larger than the range "
-            "or infinite (raise sigma, or check the model)."
-        )
-    elif not accepted:
-        reason = (
-            f"none of {len(candidates)} candidate epsilons (up to {candidates[-1]:.6g}) passed "
-            f"verification at base delta {delta_b:.6g} with {samples} samples (smallest "
-            f"verification mean {min(deltas):.3g}); more verification or pilot samples may "
-            "certify it, or use an exact accountant."
-        )
+    if not accepted:
+        smallest = min(deltas) if deltas else math.nan
+        no_candidate = not candidates and plan.empty_reason
+        reason = plan.empty_reason if no_candidate else plan.failed_reason.format(smallest=smallest)
+    info = plan.info
+    if info is not None and plan.add_delta is not None and accepted:
+        info = attrs.evolve(info, add_delta=plan.add_delta(accepted[0]))
+    first = plan.checks[0]
     return EpsilonCertificate(
         sigma=float(sigma),
         delta=float(delta),
         estimate=estimate.value,
         std_error=estimate.std_error,
-        certified=certified,
+        certified=max(accepted[0], estimate.value) if accepted else math.inf,
         verified=bool(accepted),
-        base_delta=delta_b,
-        failure_probability=verification_failure(samples, delta_b, candidates=count),
-        candidates=candidates,
-        candidate_deltas=deltas,
+        base_delta=min(first.base * first.support, 1.0),
+        failure_probability=max(c.failure(samples, plan.declared) for c in plan.checks),
+        candidates=tuple(candidates),
+        candidate_deltas=tuple(float(d) for d in deltas),
         samples=samples,
         pilot_samples=pilot_samples,
         seed=seed,
         seconds=time.perf_counter() - start,
         reason=reason,
-        declared=count,
+        proposal=info,
+        declared=plan.declared,
     )
 
 
@@ -401,12 +228,12 @@ def _certify_betting(
     """
     check_feasible_delta("certify_epsilon", delta)
     base_delta(samples, delta)  # refuses (naming m) a sample too small for any certificate
-    pilot = _pilot(model, sigma, pilot_samples, seed, config, "pilot")
-    if _overflow(pilot) > TOP_FRACTION * delta:
+    pilot = pilot_tally(model, sigma, pilot_samples, seed, config)
+    if overflow(pilot) > TOP_FRACTION * delta:
         wide = attrs.evolve(config, bins=WIDE_BINS)
         if wide.bins.max_loss > config.bins.max_loss:  # same remedy as the ladder's
             config = wide
-            pilot = _pilot(model, sigma, pilot_samples, seed, config, "pilot wide")
+            pilot = pilot_tally(model, sigma, pilot_samples, seed, config, "pilot wide")
     hists = [pilot.histogram(0, d) for d in pilot.directions]
     at = max(h.epsilon(delta) for h in hists)  # the pilot's answer: E[X^2] there sets beta
     variance = max(_second_moment(h, at) for h in hists) if math.isfinite(at) else 1.0
@@ -442,7 +269,7 @@ def _certify_betting(
     reason = ""
     if plan is None:
         reason = (
-            f"the losses exceed the histogram's range: a fraction {_overflow(pilot):.3g} of the "
+            f"the losses exceed the histogram's range: a fraction {overflow(pilot):.3g} of the "
             f"{pilot_samples} pilot losses lies above {config.bins.max_loss:g} nats (or is "
             f"infinite), so no finite grid could be laid; more samples cannot help: epsilon at "
             "this sigma is larger than the range or infinite (raise sigma, or check the model)."
@@ -474,66 +301,12 @@ def _certify_betting(
     )
 
 
-def _pilot(
-    model: PrivacyLossModel,
-    sigma: float,
-    pilot_samples: int,
-    seed: int,
-    config: EngineConfig,
-    description: str,
-) -> SweepTally:
-    return sample(
-        model,
-        [sigma],
-        n_samples=pilot_samples,
-        seed=seed,
-        stream=PILOT_STREAM,
-        config=config,
-        description=description,
-    )
-
-
 def _second_moment(hist: LossHistogram, epsilon: float) -> float:
     """Conservative empirical ``E[X^2]`` at ``epsilon`` (samples at their upper edges)."""
     occupied = np.flatnonzero(hist.counts)
     x = hockey_stick(np, occupied.astype(np.float64) * hist.spec.width, epsilon)
     total = hist.total
     return float(hist.counts[occupied] @ (x * x) + hist.overflow) / total if total else 1.0
-
-
-def _propose(
-    model: PrivacyLossModel,
-    sigma: float,
-    fractions: Sequence[float],
-    delta_b: float,
-    pilot_samples: int,
-    seed: int,
-    config: EngineConfig,
-    description: str = "pilot",
-) -> tuple[SweepTally, tuple[float, ...]]:
-    """The pilot (stream 0) and its finite candidates ``eps_hat(kappa delta_b)``, made
-    non-decreasing."""
-    pilot = sample(
-        model,
-        [sigma],
-        n_samples=pilot_samples,
-        seed=seed,
-        stream=PILOT_STREAM,
-        config=config,
-        description=description,
-    )
-    proposed = [estimate_epsilon(pilot, k * delta_b).value for k in fractions]
-    proposed = [float(x) for x in np.maximum.accumulate(proposed)]
-    return pilot, tuple(x for x in proposed if math.isfinite(x))
-
-
-def _overflow(tally: SweepTally) -> float:
-    """Largest fraction, over directions, of losses above the histogram's range."""
-    fractions = []
-    for direction in tally.directions:
-        hist = tally.histogram(0, direction)
-        fractions.append(hist.overflow / hist.total if hist.total else 0.0)
-    return max(fractions)
 
 
 def certify_delta(
@@ -548,85 +321,108 @@ def certify_delta(
     factors: Sequence[float] = DEFAULT_FACTORS,
     proposal: Proposal | None = None,
 ) -> DeltaCertificate:
-    """Certify a delta at ``epsilon`` by EVR.
+    """Certify a delta at ``epsilon`` by EVR, on any proposal's draws (plain when None).
 
-    The pilot (stream 0) gives ``u = max(delta_hat + 2 se, 1/samples)``; the declared base
-    deltas are ``t_r = min(u f_r, 1)`` for ``f_r`` in ``factors``. The verification (stream 1)
-    mean (max over directions) is compared with them; the smallest accepted ``t`` releases
-    ``overall_delta(samples, t, candidates=R)``.
+    Per direction route (:class:`~.proposals.DeltaCheck`), in units of its support bound
+    ``s``: the pilot (stream 0) gives ``u = max(x_hat + 2 se, 1/samples)``; the declared base
+    deltas are ``t_r = min(u f_r, 1)`` for ``f_r`` in ``factors``; the verification (stream
+    1) mean is compared with them and the smallest accepted ``t < 1`` releases ``s
+    overall_delta(samples, t, candidates=R)`` (``s`` itself, a valid bound, when none does).
+    The certified delta is the largest route's release.
     """
-    if proposal is not None and not proposal.plain:
-        return proposal.certify_delta(
-            model,
-            sigma,
-            epsilon,
-            samples=samples,
-            pilot_samples=pilot_samples,
-            seed=seed,
-            config=config,
-            factors=factors,
-        )
     start = time.perf_counter()
-    _check_common("certify_delta", sigma, samples, pilot_samples, seed)
-    check_range("certify_delta", "epsilon", epsilon, low=0.0)
+    chosen: Proposal = PLAIN if proposal is None else proposal
+    chosen.check_delta(sigma, epsilon, samples, pilot_samples, seed)
     if not factors or not all(f >= 1.0 and math.isfinite(f) for f in factors):
         raise ConfigurationError(
             f"certify_delta.factors = {tuple(factors)!r} is invalid: must be finite and >= 1"
         )
     config = engine_config(config, "certify_delta")
     eps = float(epsilon)
-    pilot = sample(
-        model,
-        [sigma],
+    plan = chosen.plan_delta(model, sigma, eps, config=config)
+    routes: list[str] = []
+    released: list[float] = []
+    releases: list[_Release] = []
+    for check in plan.checks:
+        if released and check.ceiling <= max(released):
+            routes.append(check.skip_route)
+            released.append(check.ceiling)
+            continue
+        release = _release_delta(check, eps, samples, pilot_samples, seed, factors)
+        routes.append("plain")
+        released.append(min(release.released, check.ceiling))
+        releases.append(release)
+    first = releases[0]
+    return DeltaCertificate(
+        sigma=float(sigma),
+        epsilon=eps,
+        estimate=first.estimate.value * first.support,
+        std_error=first.estimate.std_error * first.support,
+        certified=min(max(released), 1.0),
+        verified=first.accepted or first.support < 1.0,
+        base_delta=first.threshold * first.support,
+        failure_probability=max(r.failure for r in releases),
+        thresholds=first.thresholds,
+        verification_delta=max(r.observed * r.support for r in releases),
+        samples=samples,
+        pilot_samples=pilot_samples,
+        seed=seed,
+        seconds=time.perf_counter() - start,
+        proposal=None if plan.info is None else plan.info(routes, released),
+    )
+
+
+@attrs.frozen
+class _Release:
+    """One route's delta release (units of its support bound ``support`` except
+    ``released``, which is absolute)."""
+
+    released: float
+    failure: float
+    threshold: float
+    thresholds: tuple[float, ...]
+    accepted: bool
+    observed: float
+    estimate: Estimate
+    support: float
+
+
+def _release_delta(
+    check: DeltaCheck,
+    eps: float,
+    samples: int,
+    pilot_samples: int,
+    seed: int,
+    factors: Sequence[float],
+) -> _Release:
+    """Pilot, thresholds, verification and release of one route (:func:`certify_delta`)."""
+    sampler = check.sampler
+    pilot = sampler.tally(
+        (eps,),
         n_samples=pilot_samples,
         seed=seed,
         stream=PILOT_STREAM,
-        checks=(eps,),
-        histograms=False,
-        config=config,
-        description="pilot",
+        description=check.pilot_description,
     )
     pilot_est = estimate_delta(pilot, eps)
     se = pilot_est.std_error if math.isfinite(pilot_est.std_error) else 0.0
     anchor = max(pilot_est.value + 2.0 * se, 1.0 / samples)
     thresholds = tuple(sorted(min(anchor * f, 1.0) for f in factors))
     count = len(thresholds)
-    verify = sample(
-        model,
-        [sigma],
-        n_samples=samples,
-        seed=seed,
-        stream=VERIFY_STREAM,
-        checks=(eps,),
-        histograms=False,
-        config=config,
-        description="verify",
-    )
+    verify = sampler.tally(
+        (eps,), n_samples=samples, seed=seed, stream=VERIFY_STREAM,
+        description=check.verify_description,
+    )  # fmt: skip
     observed = verify.delta(0, 0)
     accepted = [t for t in thresholds if observed <= t]
     estimate = estimate_delta([pilot, verify], eps)
-    if accepted:
-        t = accepted[0]
-        certified = max(overall_delta(samples, t, candidates=count), estimate.value)
-        failure = verification_failure(samples, t, candidates=count) if t < 1.0 else 0.0
-    else:
-        t, certified, failure = math.nan, 1.0, 0.0
-    return DeltaCertificate(
-        sigma=float(sigma),
-        epsilon=eps,
-        estimate=estimate.value,
-        std_error=estimate.std_error,
-        certified=min(certified, 1.0),
-        verified=bool(accepted),
-        base_delta=t,
-        failure_probability=failure,
-        thresholds=thresholds,
-        verification_delta=observed,
-        samples=samples,
-        pilot_samples=pilot_samples,
-        seed=seed,
-        seconds=time.perf_counter() - start,
-    )
+    scale = sampler.support
+    released, failure, t = scale, 0.0, accepted[0] if accepted else math.nan
+    if accepted and t < 1.0:
+        bound = max(overall_delta(samples, t, candidates=count), estimate.value)
+        released = min(bound, 1.0) * scale
+        failure = verification_failure(samples, t, candidates=count)
+    return _Release(released, failure, t, thresholds, bool(accepted), observed, estimate, scale)
 
 
 def certified_curve(

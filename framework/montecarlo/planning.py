@@ -65,6 +65,11 @@ PROBE_SECONDS = 0.05
 #: A warm-up this slow is kept as the measurement instead of being repeated (seconds).
 WARM_UP_SECONDS = 1.0
 
+#: The smallest noise multiplier the Monte Carlo engine takes. The loss models scale signals by
+#: 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that factor (1e200) times any
+#: signal of a realistic run finite. Far below it epsilon is astronomically large anyway.
+MIN_SIGMA = 1e-100
+
 #: Logger of the plans (the CLI prints its INFO records on stderr).
 logger = logging.getLogger("minsep.plan")
 
@@ -310,8 +315,7 @@ def measure_rates(
     costly model (e.g. large k_u) is thus timed on a single sample. The probe draws on its own
     seed sequence (spawn key ``(2**31, direction)``), never from a run's streams.
     """
-    from minsep.framework.montecarlo.accumulators import BinSpec, LossTally
-    from minsep.framework.montecarlo.sampling import MIN_SIGMA, _accumulate  # imports this module
+    from minsep.framework.montecarlo.accumulators import BinSpec, LossTally, accumulate
 
     # the probe runs before the question's own checks: refuse a sigma the engine refuses
     check_range("measure_rates", "sigma", sigma, low=MIN_SIGMA)
@@ -328,7 +332,7 @@ def measure_rates(
             transcript = model.draw(size, direction, resolved.rng(next(rngs)), resolved)
             middle = clock()
             loss = model.privacy_loss(transcript, sigma)
-            _accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
+            accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
             end = clock()
             if warm_ups:  # the first call compiles kernels: time a second one-sample call
                 warm_ups -= 1

@@ -271,10 +271,10 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
     """Below ln(1/pi(empty)), with too few samples for plain add draws (a route sized them for
     the escort), the sweep entries the §10 bound does not settle count as failing: the walk
     stops before them (unchecked, the add direction would be released unverified)."""
-    from minsep.accountants import escort_engine
+    from minsep.accountants import escort_sweep
 
     sweep, epsilon, delta = (3.0, 2.2, 1.8, 1.6, 1.5), 2.0, 1e-8  # eps < ln(1/pi(empty)) ~ 2.56
-    real = escort_engine.add_bound
+    real = escort_sweep.add_bound
 
     class Stub:  # the true bound above sigma 1.8, vacuous below
         def __init__(self, model: BMinSepLossModel, sigma: float) -> None:
@@ -297,7 +297,7 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
 
     free = run()
     assert free.index == 4 and free.proposal.add == "deterministic"  # the bound settles all
-    monkeypatch.setattr(escort_engine, "add_bound", Stub)
+    monkeypatch.setattr(escort_sweep, "add_bound", Stub)
     stopped = run()
     assert stopped.index == 2 and stopped.sigma == 1.8
     assert stopped.deltas[3] == 1.0 and math.isnan(stopped.deltas[4])

@@ -103,7 +103,7 @@ def test_auto_says_when_the_escort_it_chose_cannot_run(monkeypatch: pytest.Monke
     def cannot(*args: object, **kwargs: object) -> float:
         raise ConfigurationError("escort_setups.orders = (2,) is invalid: no order fits")
 
-    monkeypatch.setattr(EscortProposal, "locate_sigma", cannot)
+    monkeypatch.setattr(EscortProposal, "locate", cannot)
     accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=1, progress=False)
     with pytest.raises(ConfigurationError, match=r"'auto' chose the escort .* cannot run here"):
         accountant.calibrate(Poisson(n_steps=N, rate=RATE), Identity(), 9.5, DELTA)

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from minsep.accountants import escort_sampling
 from minsep.framework.cli import common
 from minsep.framework.cli.main import EXIT_ERROR, main
-from minsep.framework.montecarlo import evr
+from minsep.framework.montecarlo import sampling
 
 EPSILON = ["epsilon", "--scheme", "b_min_sep", "--min-sep", "4", "--bands", "4", "--steps",
            "16", "--rate", "1/8", "--sigma", "1", "--delta", "1e-3", "--seed", "3",
@@ -27,7 +28,8 @@ def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("sampling started before the bad input was refused")
 
-    monkeypatch.setattr(evr, "sample", refuse)
+    monkeypatch.setattr(sampling, "sample_chunks", refuse)  # every plain draw
+    monkeypatch.setattr(escort_sampling, "sample_chunks", refuse)  # every escort draw
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) -> str:

@@ -1,0 +1,72 @@
+"""The escort's add direction, settled without escort draws (docs/rdp-escort.md §5, §8).
+
+The escort serves the remove direction only. The add direction is handled, in this order of
+preference, by route ``"exact zero"`` (``u >= pi(empty)``, so ``delta_add(eps) = 0`` exactly
+when ``eps >= ln(1 / pi(empty))``, :func:`add_threshold`), route ``"deterministic"`` (the
+Chernoff bound of docs/math.md §10, :func:`add_bound`, no sample) or route ``"plain"`` (plain
+Monte Carlo of the add direction on its own draws, when they fit: :func:`plain_add_fits`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from minsep.accountants.add_bound import (
+    AddDirectionBound,
+    banded_operator_norm_upper,
+    chain_add_bound,
+)
+from minsep.accountants.escort_setup import INFLATE, escort_target
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.montecarlo.bounds import base_delta
+from minsep.framework.montecarlo.plain import PlainSampler
+from minsep.framework.montecarlo.precision import samples_for_precision
+from minsep.framework.montecarlo.sampling import EngineConfig
+
+__all__ = [
+    "PLAIN_ADD_LIMIT",
+    "add_bound",
+    "add_sampler",
+    "add_threshold",
+    "plain_add_fits",
+]
+
+#: A run sized by precision samples the add direction (plain) only up to this many draws;
+#: beyond it the deterministic bound of docs/math.md §10 certifies it (and may bind).
+PLAIN_ADD_LIMIT = 10**7
+
+
+def add_threshold(model: PrivacyLossModel) -> float:
+    """``ln(1 / pi(empty))`` (inflated): at or above it the add direction's delta is 0."""
+    chain = escort_target("add_threshold", model).participation_chain()
+    value = -chain.log_no_participation()
+    return value * (1.0 + INFLATE) if math.isfinite(value) else math.inf
+
+
+def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
+    """The deterministic add-direction bound of docs/math.md §10 for the escort's model."""
+    target = escort_target("add_bound", model)
+    chain = target.participation_chain()
+    norm = banded_operator_norm_upper(target.coefficients, chain.n_steps)
+    return chain_add_bound(chain, norm, sigma)
+
+
+def plain_add_fits(samples: int, delta: float, candidates: int, precision: float | None) -> bool:
+    """Whether plain add draws can verify ``delta`` with ``samples`` and, when the run is
+    sized by ``precision``, reach it on at most ``min(samples, PLAIN_ADD_LIMIT)`` draws
+    (a route that sized ``samples`` for the escort leaves too few for the add direction);
+    where they do not, the deterministic bound of docs/math.md §10 certifies it."""
+    try:
+        base_delta(samples, delta, candidates=candidates)
+        if precision is None:
+            return True
+        need = samples_for_precision(delta, precision, candidates=candidates)
+    except ConfigurationError:
+        return False
+    return need <= min(samples, PLAIN_ADD_LIMIT)
+
+
+def add_sampler(model: PrivacyLossModel, sigma: float, config: EngineConfig | None) -> PlainSampler:
+    """Plain draws of the add direction alone at ``sigma`` (exact sums, no histogram)."""
+    return PlainSampler(model, sigma, config, directions=(Direction.ADD,), histograms=False)

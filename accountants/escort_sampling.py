@@ -1,0 +1,215 @@
+"""Escort draws in the Monte Carlo engine: chunk tasks, the sampler, the rate probe.
+
+Chunk ``i`` of stream ``s`` draws from ``R_lam`` with ``SeedSequence(seed, spawn_key=(s, i,
+0))`` (the plain engine's seeding), tasks are picklable (process and Dask executors) and each
+sampling call is one checkpoint stage. Every check tallies ``X = W(eps) / s*`` with ``s*`` the
+support bound fixed before the draws; a weight above it is refused
+(:class:`~minsep.framework.montecarlo.proposals.SupportBoundError`), never clipped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from minsep.accountants import rdp_moments as moments
+from minsep.accountants.escort import escort_outputs, log_escort_weight, sample_escort_counts
+from minsep.accountants.escort_setup import EscortSetup, escort_target
+from minsep.framework.errors import MinsepError
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.montecarlo.accumulators import SweepTally
+from minsep.framework.montecarlo.proposals import SupportBoundError
+from minsep.framework.montecarlo.sampling import (
+    ChunkTask,
+    EngineConfig,
+    chunk_seed,
+    sample_chunks,
+)
+
+__all__ = [
+    "CHUNK_ELEMENTS",
+    "EscortChunkTask",
+    "EscortSampler",
+    "escort_sample",
+    "measure_escort_seconds",
+]
+
+#: A weight may exceed its bound by this relative slack (rounding) before the run refuses.
+SUPPORT_SLACK = 1e-9
+#: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
+CHUNK_ELEMENTS = 1 << 24
+#: The escort rate probe stops at a probe this long (seconds) or this many draws.
+PROBE_SECONDS = 0.1
+PROBE_DRAWS = 2048
+
+
+@attrs.frozen
+class EscortChunkTask(ChunkTask):
+    """One escort run, callable on a chunk index (picklable).
+
+    Chunk ``i`` draws its samples from ``R_lam`` with ``SeedSequence(seed, spawn_key=(stream,
+    i, 0))`` and tallies ``X = W(eps) / e^log_scale`` at every ``eps`` of ``checks`` (REMOVE
+    only, no histogram). ``log_scale`` must be at least ``ln s_lam(eps)`` for every check; a
+    weight above it raises :class:`SupportBoundError`.
+    """
+
+    order: int = 2
+    log_z: float = 0.0
+    log_scale: float = 0.0
+    max_states: int = moments.DEFAULT_MAX_STATES
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data identifying the run (the escort's order, ln Z and scale included)."""
+        return {
+            **super().describe(),
+            "proposal": "escort",
+            "order": self.order,
+            "log_z": self.log_z,
+            "log_scale": self.log_scale,
+        }
+
+    def __call__(self, index: int) -> SweepTally:
+        """Draw chunk ``index`` from the escort and return its tally."""
+        size = self.chunk_length(index)
+        target = escort_target("EscortChunkTask", self.model)
+        chain = target.participation_chain()
+        c = np.asarray(target.coefficients, dtype=np.float64)
+        sigma = self.sigmas[0]
+        rng = np.random.default_rng(chunk_seed(self.seed, self.stream, index, Direction.REMOVE))
+        draw = sample_escort_counts(
+            chain, c, sigma, self.order, size, rng, max_states=self.max_states
+        )
+        outputs = escort_outputs(draw.counts, c, sigma, rng)
+        log_u = np.asarray(target.log_ratio_at(outputs, sigma, np), dtype=np.float64)
+        if np.isnan(log_u).any():
+            raise MinsepError("log_ratio_at returned NaN on escort draws")
+        out = self.empty()
+        tally = out.tally(0, Direction.REMOVE)
+        tally.count = size
+        sums, squares = np.empty(len(self.checks)), np.empty(len(self.checks))
+        for j, eps in enumerate(self.checks):
+            x = np.exp(log_escort_weight(log_u, self.log_z, self.order, eps) - self.log_scale)
+            top = float(x.max())
+            if top > 1.0 + SUPPORT_SLACK:
+                raise SupportBoundError(
+                    f"escort weight W = {top:.6g} x the declared support bound at epsilon "
+                    f"{eps:g} (order {self.order}, chunk {index}): the bound is wrong, so "
+                    "nothing is certified"
+                )
+            sums[j], squares[j] = float(x.sum()), float((x * x).sum())
+        tally.sum_x, tally.sum_x2 = sums, squares
+        return out
+
+
+def escort_sample(
+    model: PrivacyLossModel,
+    setup: EscortSetup,
+    checks: Sequence[float],
+    log_scale: float,
+    *,
+    n_samples: int,
+    seed: int,
+    stream: int,
+    config: EngineConfig | None = None,
+    description: str = "escort",
+    max_states: int = moments.DEFAULT_MAX_STATES,
+) -> SweepTally:
+    """``n_samples`` escort draws tallied at ``checks`` (one checkpoint stage ``description``).
+
+    The chunk size is ``config.chunk_size`` capped so that one chunk's outputs stay within
+    :data:`CHUNK_ELEMENTS` float64s.
+    """
+    config = config or EngineConfig()
+    n = escort_target("escort_sample", model).participation_chain().n_steps
+    chunk = max(1, min(config.chunk_size, CHUNK_ELEMENTS // n))
+    task = EscortChunkTask(
+        model,
+        (setup.sigma,),
+        n_samples,
+        seed,
+        stream,
+        tuple(float(e) for e in checks),
+        (Direction.REMOVE,),
+        chunk,
+        None,
+        "numpy",
+        order=setup.order,
+        log_z=setup.log_z,
+        log_scale=float(log_scale),
+        max_states=max_states,
+    )
+    return sample_chunks(
+        task, range(task.n_chunks), config, description=description, stage=description
+    )
+
+
+@attrs.frozen
+class EscortSampler:
+    """Escort draws of the remove direction at ``setup`` (a
+    :class:`~minsep.framework.montecarlo.proposals.Sampler`): ``X = W / s`` with support
+    bound ``s = e^log_scale``."""
+
+    model: PrivacyLossModel
+    setup: EscortSetup
+    log_scale: float
+    config: EngineConfig | None
+    max_states: int = moments.DEFAULT_MAX_STATES
+    support: float = attrs.field(init=False)
+
+    @support.default
+    def _support(self) -> float:
+        return math.exp(self.log_scale)
+
+    def tally(
+        self, checks: Sequence[float], *, n_samples: int, seed: int, stream: int, description: str
+    ) -> SweepTally:
+        """:func:`escort_sample` at ``checks`` on this sampler's setup and scale."""
+        return escort_sample(
+            self.model,
+            self.setup,
+            checks,
+            self.log_scale,
+            n_samples=n_samples,
+            seed=seed,
+            stream=stream,
+            config=self.config,
+            description=description,
+            max_states=self.max_states,
+        )
+
+
+def measure_escort_seconds(
+    model: PrivacyLossModel, setup: EscortSetup, *, max_states: int = moments.DEFAULT_MAX_STATES
+) -> tuple[float, float]:
+    """``(seconds per escort sampling call, seconds per draw)`` at ``setup``: the fixed cost of
+    one call (its forward pass) and the cost of each draw (the tuple law's backward walk, the
+    outputs and ln u), timed in this process on its own seed (never a run's). A one-draw
+    warm-up compiles the backward walk; then one draw and ``8, 32, 128, ...`` draws are timed
+    until the draws beyond the first take :data:`PROBE_SECONDS` and at least the one-draw time
+    (so that its jitter cannot swamp them), or :data:`PROBE_DRAWS` is reached; the time per
+    draw is never taken below a quarter of the last probe's average. The escort
+    engine's rates for plans, in place of the plain engine's probe."""
+    quiet = EngineConfig(progress=False)
+
+    def timed(size: int) -> float:  # CPU time of this process: robust to other load
+        start = time.process_time()
+        escort_sample(
+            model, setup, (0.0,), setup.log_support(0.0), n_samples=size, seed=1 << 31,
+            stream=0, config=quiet, description="escort rate probe", max_states=max_states,
+        )  # fmt: skip
+        return time.process_time() - start
+
+    timed(1)
+    fixed, size = timed(1), 8
+    while True:
+        seconds = timed(size)
+        # the draws must outweigh the fixed cost, else its jitter swamps them
+        if seconds - fixed >= max(PROBE_SECONDS, fixed) or size >= PROBE_DRAWS:
+            per_draw = max(seconds - fixed, 0.0) / (size - 1)
+            return fixed, max(per_draw, seconds / size / 4)
+        size *= 4

@@ -1,0 +1,132 @@
+"""Which escort serves a question: the order lam, its ``ln Z_lam`` and support bound.
+
+docs/rdp-escort.md §8. For b-min-sep BandMF (Poisson as b = 1) the escort ``R_lam`` of order
+lam has normaliser ``Z_lam`` (one forward pass, :mod:`.rdp_moments`), inflated by
+:data:`INFLATE` so that every bound derived from it errs upward; the importance weight of a
+draw is bounded by ``s_lam(eps)`` (:func:`~minsep.accountants.escort.log_support_bound`). The
+order with the smallest bound needs the fewest samples (:func:`choose_setup`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from minsep.accountants import rdp_moments as moments
+from minsep.accountants.escort import log_support_bound
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.participation import ParticipationChain
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "INFLATE",
+    "EscortSetup",
+    "EscortTarget",
+    "choose_setup",
+    "escort_setups",
+    "escort_target",
+    "support_scale",
+]
+
+#: Orders the automatic choice considers (those whose state array fits ``max_states``).
+DEFAULT_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8)
+#: Relative inflation of ``ln Z`` and of ``ln(1/pi(empty))``: covers float64 rounding of the
+#: forward pass (about n * 1e-16 relative), so W, s and the add threshold err upward.
+INFLATE = 1e-10
+
+
+class _Target(Protocol):
+    coefficients: tuple[float, ...]
+
+    def participation_chain(self) -> ParticipationChain: ...
+
+    def log_ratio_at(
+        self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None
+    ) -> Any: ...
+
+
+@runtime_checkable
+class EscortTarget(_Target, Protocol):
+    """A loss model the escort can serve: BandMF with a b-min-sep chain (b >= bands)."""
+
+
+def escort_target(owner: str, model: PrivacyLossModel) -> EscortTarget:
+    if not isinstance(model, EscortTarget):
+        raise ConfigurationError(
+            f"{owner}.model = {type(model).__name__} is invalid: the escort proposal needs a "
+            "loss model with participation_chain(), coefficients and log_ratio_at() (b-min-sep "
+            "BandMF, including Poisson as b = 1); use proposal 'plain'"
+        )
+    return model
+
+
+@attrs.frozen
+class EscortSetup:
+    """One escort ``R_lam`` at one sigma: the order and ``ln Z_lam`` (inflated)."""
+
+    sigma: float
+    order: int
+    log_z: float
+
+    def log_support(self, epsilon: float) -> float:
+        """``ln s_lam(eps)``: the pointwise bound of W (and the order-lam RDP delta)."""
+        return log_support_bound(self.log_z, self.order, epsilon)
+
+    def epsilon_at(self, log_bound: float) -> float:
+        """The epsilon where ``ln s_lam(eps) = log_bound`` (never below 0)."""
+        lam = self.order
+        top = self.log_z + (lam - 1) * math.log(lam - 1) - lam * math.log(lam) - log_bound
+        return max(top / (lam - 1), 0.0)
+
+
+def escort_setups(
+    model: PrivacyLossModel,
+    sigma: float,
+    orders: Sequence[int] = DEFAULT_ORDERS,
+    max_states: int = moments.DEFAULT_MAX_STATES,
+) -> list[EscortSetup]:
+    """The affordable orders at ``sigma`` with their ``ln Z`` (one forward pass each).
+
+    Orders whose state array exceeds ``max_states`` or whose pass would overflow at this sigma
+    are skipped; ConfigurationError when none is left.
+    """
+    target = escort_target("escort_setups", model)
+    chain = target.participation_chain()
+    c = np.asarray(target.coefficients, dtype=np.float64)
+    out = []
+    for lam in orders:
+        if moments.stored_states(chain.min_sep, int(lam)) > max_states:
+            continue
+        try:
+            log_z = moments.log_moment(chain, c, sigma, int(lam), max_states=max_states)
+        except ConfigurationError:
+            continue
+        out.append(EscortSetup(float(sigma), int(lam), log_z + INFLATE * abs(log_z) + 1e-300))
+    if not out:
+        raise ConfigurationError(
+            f"escort_setups.orders = {tuple(orders)!r} is invalid: no order fits max_states = "
+            f"{max_states} (min_sep {chain.min_sep}) at sigma {sigma:g}; use proposal 'plain'"
+        )
+    return out
+
+
+def choose_setup(setups: Sequence[EscortSetup], epsilon: float) -> EscortSetup:
+    """The order with the smallest support bound ``s_lam(eps)`` (fewest samples needed)."""
+    return min(setups, key=lambda s: s.log_support(epsilon))
+
+
+def support_scale(log_scale: float, order: int, epsilon: float) -> float:
+    """``e^log_scale``; ConfigurationError when no order helps (the bound is above 1)."""
+    if log_scale > 0.0:
+        raise ConfigurationError(
+            f"EscortProposal.order = {order} is invalid here: its support bound "
+            f"s_lam({epsilon:.4g}) = e^{log_scale:.4g} exceeds 1, so importance sampling from "
+            "the escort cannot beat plain sampling (no affordable order helps); use proposal "
+            "'plain' or raise max_states"
+        )
+    return math.exp(log_scale)

@@ -1,0 +1,148 @@
+"""Algorithm 5 on escort draws: the escort's sweep plan (docs/rdp-escort.md §8, calibration).
+
+The walk itself is the engine's (:func:`~minsep.framework.montecarlo.calibration.
+calibrate_sweep`); this plan says, per sweep entry, its observed delta and whether it passed:
+escort draws of ``W / s*`` on the entry's own escort (one order and one scale ``s*`` for the
+whole sweep, so one Fact 4.2 event covers it), or the order-lam bound alone where ``s_i <=
+delta``, and the add direction by route ``"exact zero"``, the §10 bound per entry, or plain add
+draws shared by the sweep; an entry no route settles fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+
+from minsep.accountants.escort_add import add_bound, add_threshold
+from minsep.accountants.escort_sampling import EscortSampler
+from minsep.accountants.escort_setup import EscortSetup, support_scale
+from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.montecarlo.accumulators import SweepTally
+from minsep.framework.montecarlo.bounds import base_delta, verification_failure
+from minsep.framework.montecarlo.certificates import ProposalInfo
+from minsep.framework.montecarlo.plain import sweep_tally
+from minsep.framework.montecarlo.proposals import SweepQuestion
+from minsep.framework.montecarlo.sampling import EngineConfig
+from minsep.framework.montecarlo.sweeps import FALLBACK
+
+__all__ = ["EscortSweep", "escort_sweep"]
+
+
+def escort_sweep(
+    model: PrivacyLossModel,
+    question: SweepQuestion,
+    setups: Sequence[EscortSetup],
+    log_scale: float,
+    add_fits: bool,
+    max_states: int,
+) -> EscortSweep:
+    """The plan of an escort sweep whose runnable entries have ``setups`` (one order) and the
+    common scale ``ln s* = log_scale``; ``add_fits``: plain add draws can verify ``delta``
+    (else entries the §10 bound does not settle fail). Plain add draws, when the route needs
+    them, are drawn here (stage ``calibrate add``); escort draws entry by entry in
+    :meth:`EscortSweep.check`."""
+    sweep, eps, delta = question.sweep, float(question.epsilon), question.delta
+    samples, seed, stream = question.samples, question.seed, question.stream
+    config = question.config or EngineConfig()
+    order = setups[0].order
+    scale = support_scale(log_scale, order, eps)
+    x_b = base_delta(samples, min(delta / scale, 0.5))
+    handled = "exact zero" if eps >= add_threshold(model) else "plain"
+    settled = [handled == "exact zero"] * len(sweep)
+    if handled == "plain":
+        settled = [add_bound(model, s).delta(eps) <= delta for s in sweep]
+        if all(settled) or not add_fits:
+            handled = "deterministic"  # entries the bound does not settle then fail
+    add_tally = None
+    add_base = math.nan
+    failure = verification_failure(samples, x_b)
+    if handled == "plain":
+        add_base = base_delta(samples, delta)
+        add_tally = sweep_tally(
+            model, sweep, eps, samples=samples, seed=seed, stream=stream, config=config,
+            description="calibrate add", directions=(Direction.ADD,),
+        )  # fmt: skip
+        failure = max(failure, verification_failure(samples, add_base))
+    return EscortSweep(
+        model=model,
+        sweep=sweep,
+        epsilon=eps,
+        delta=float(delta),
+        setups=tuple(setups),
+        log_scale=log_scale,
+        x_b=x_b,
+        settled=tuple(settled),
+        add_tally=add_tally,
+        add_base=add_base,
+        samples=samples,
+        seed=seed,
+        stream=stream,
+        config=config,
+        max_states=max_states,
+        base_delta=x_b * scale,
+        failure_probability=failure,
+        info=ProposalInfo("escort", order, setups[-1].log_z, scale, handled),
+    )
+
+
+@attrs.frozen
+class EscortSweep:
+    """Algorithm 5 on escort draws, entry by entry (:meth:`EscortProposal.plan_sweep`)."""
+
+    model: PrivacyLossModel
+    sweep: tuple[float, ...]
+    epsilon: float
+    delta: float
+    setups: tuple[EscortSetup, ...]
+    log_scale: float
+    x_b: float
+    settled: tuple[bool, ...]
+    add_tally: SweepTally | None
+    add_base: float
+    samples: int
+    seed: int
+    stream: int
+    config: EngineConfig
+    max_states: int
+    base_delta: float
+    failure_probability: float
+    info: ProposalInfo
+
+    def check(self, index: int) -> tuple[float, bool]:
+        """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
+        and the add direction's route; an entry past the runnable ones fails (NaN)."""
+        if index >= len(self.setups):
+            return math.nan, False
+        setup, eps = self.setups[index], self.epsilon
+        observed, passed = 0.0, True
+        if setup.log_support(eps) > math.log(self.delta):
+            sampler = EscortSampler(self.model, setup, self.log_scale, self.config, self.max_states)
+            tally = sampler.tally(
+                (eps,), n_samples=self.samples, seed=self.seed, stream=self.stream,
+                description=f"escort calibrate {index}",
+            )  # fmt: skip
+            mean = tally.delta(0, 0)
+            observed, passed = mean * sampler.support, mean <= self.x_b
+        else:
+            observed = math.exp(setup.log_support(eps))
+        if self.add_tally is not None and not self.settled[index]:
+            add_mean = self.add_tally.delta(index, 0)
+            observed = max(observed, add_mean)
+            passed = passed and add_mean <= self.add_base
+        elif not self.settled[index]:  # no plain add draws: the add direction has no route
+            observed = max(observed, add_bound(self.model, self.sweep[index]).delta(eps))
+            passed = False
+        return observed, passed
+
+    def unchecked(self, index: int) -> float:
+        return math.nan
+
+    def refusal(self, deltas: Sequence[float]) -> str:
+        return (
+            f"Algorithm 5 (escort, order {self.setups[0].order}): the most private sigma "
+            f"{self.sweep[0]:.6g} fails verification (delta_hat {deltas[0]:.3g} at epsilon "
+            f"{self.epsilon:g}, support bound {math.exp(self.log_scale):.3g}); start the sweep "
+            f"higher, use more samples, or {FALLBACK}"
+        )
