@@ -32,10 +32,23 @@ from typing import Any
 import attrs
 import numpy as np
 
-from minsep.framework.errors import ConfigurationError
+from minsep.framework.backend import Backend
+from minsep.framework.errors import ConfigurationError, MinsepError
 from minsep.framework.interfaces import Direction
 
-__all__ = ["BinSpec", "LossHistogram", "LossTally", "SweepTally", "hockey_stick"]
+__all__ = [
+    "NATIVE_NAMESPACES",
+    "BinSpec",
+    "LossHistogram",
+    "LossTally",
+    "SweepTally",
+    "accumulate",
+    "hockey_stick",
+]
+
+#: Array namespaces whose ``bincount``/``astype`` the tallies use directly (others reduce on
+#: the host).
+NATIVE_NAMESPACES = ("numpy", "cupy")
 
 #: Default histogram resolution: h = 2**-10 nats.
 DEFAULT_BIN_BITS = 10
@@ -312,6 +325,34 @@ class LossTally:
             np.asarray(data["sum_x2"], dtype=np.float64),
             None if hist is None else LossHistogram.from_dict(hist),
         )
+
+
+def accumulate(
+    tally: LossTally, loss: Any, size: int, backend: Backend, bins: BinSpec | None
+) -> None:
+    """Fold one chunk's loss vector into ``tally`` (exact sums and histogram)."""
+    if backend.name in NATIVE_NAMESPACES:
+        xp: Any = backend.xp
+        host = backend.to_numpy
+    else:  # other array-API namespaces: reduce on host
+        loss = backend.to_numpy(loss)
+        xp, host = np, np.asarray
+    if tuple(loss.shape) != (size,):
+        raise MinsepError(f"privacy_loss returned shape {tuple(loss.shape)}, expected ({size},)")
+    if bool(xp.any(xp.isnan(loss))):
+        raise MinsepError("privacy_loss returned NaN; a loss model must return finite or +-inf")
+    tally.count += size
+    if tally.checks:
+        sums = np.empty(len(tally.checks))
+        squares = np.empty(len(tally.checks))
+        for j, eps in enumerate(tally.checks):
+            x = hockey_stick(xp, loss, eps)
+            sums[j] = float(xp.sum(x))
+            squares[j] = float(xp.sum(x * x))
+        tally.sum_x = tally.sum_x + sums
+        tally.sum_x2 = tally.sum_x2 + squares
+    if bins is not None and tally.histogram is not None:
+        tally.histogram.add_counts(host(xp.bincount(_bin_indices(xp, loss, bins))))
 
 
 @attrs.define(eq=False)

@@ -36,6 +36,7 @@ from minsep.framework.validation import check_range
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "ENGINE_BYTES_PER_SAMPLE",
+    "MIN_SIGMA",
     "RunPlan",
     "Stage",
     "available_memory",
@@ -46,6 +47,12 @@ __all__ = [
     "measure_rates",
     "sample_bytes",
 ]
+
+#: The smallest noise multiplier the Monte Carlo engine takes (its runs and its rate probe). The
+#: loss models scale signals by 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that
+#: factor (1e200) times any signal of a realistic run finite. Far below it epsilon is
+#: astronomically large anyway.
+MIN_SIGMA = 1e-100
 
 #: Memory a worker may spend on one chunk unless told otherwise (1 GiB).
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -310,8 +317,7 @@ def measure_rates(
     costly model (e.g. large k_u) is thus timed on a single sample. The probe draws on its own
     seed sequence (spawn key ``(2**31, direction)``), never from a run's streams.
     """
-    from minsep.framework.montecarlo.accumulators import BinSpec, LossTally
-    from minsep.framework.montecarlo.sampling import MIN_SIGMA, _accumulate  # imports this module
+    from minsep.framework.montecarlo.accumulators import BinSpec, LossTally, accumulate
 
     # the probe runs before the question's own checks: refuse a sigma the engine refuses
     check_range("measure_rates", "sigma", sigma, low=MIN_SIGMA)
@@ -328,7 +334,7 @@ def measure_rates(
             transcript = model.draw(size, direction, resolved.rng(next(rngs)), resolved)
             middle = clock()
             loss = model.privacy_loss(transcript, sigma)
-            _accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
+            accumulate(LossTally.empty((1.0,), BinSpec()), loss, size, resolved, BinSpec())
             end = clock()
             if warm_ups:  # the first call compiles kernels: time a second one-sample call
                 warm_ups -= 1

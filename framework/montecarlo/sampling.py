@@ -37,19 +37,18 @@ import numpy as np
 
 from minsep.framework import validation as v
 from minsep.framework.backend import BACKEND_SPECS, Backend, get_backend
-from minsep.framework.errors import ConfigurationError, MinsepError
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.interrupts import INTERRUPT_SIGNALS, interrupt_handler
 from minsep.framework.montecarlo.accumulators import (
+    NATIVE_NAMESPACES,
     BinSpec,
-    LossTally,
     SweepTally,
-    _bin_indices,
-    hockey_stick,
+    accumulate,
 )
 from minsep.framework.montecarlo.checkpoint import Checkpoint, Journal
 from minsep.framework.montecarlo.executors import Executor, LocalExecutor
-from minsep.framework.montecarlo.planning import chunk_size_for
+from minsep.framework.montecarlo.planning import MIN_SIGMA, chunk_size_for
 from minsep.framework.montecarlo.progress import progress_bar
 
 __all__ = [
@@ -78,13 +77,7 @@ BOTH: tuple[Direction, ...] = (Direction.REMOVE, Direction.ADD)
 #: centuries on one machine.
 MAX_SAMPLES = 1 << 53
 
-#: The smallest noise multiplier the Monte Carlo engine takes. The loss models scale signals by
-#: 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that factor (1e200) times any
-#: signal of a realistic run finite. Far below it epsilon is astronomically large anyway.
-MIN_SIGMA = 1e-100
-
 _DIRECTION_CODE = {Direction.REMOVE: 0, Direction.ADD: 1}
-_NATIVE = ("numpy", "cupy")  # namespaces with bincount/astype used directly
 
 
 def chunk_seed(seed: int, stream: int, chunk: int, direction: Direction) -> np.random.SeedSequence:
@@ -278,41 +271,13 @@ class ChunkTask:
             rng = backend.rng(chunk_seed(self.seed, self.stream, index, direction))
             losses = self.model.privacy_losses(size, direction, rng, backend, self.sigmas)
             for i, loss in enumerate(losses):
-                _accumulate(out.tally(i, direction), loss, size, backend, self.bins)
+                accumulate(out.tally(i, direction), loss, size, backend, self.bins)
         return out
 
 
 def _backend_name(backend: str | Backend) -> str:
     """The backend's name without its kernel set (``"numpy:array"`` -> ``"numpy"``)."""
     return backend.partition(":")[0] if isinstance(backend, str) else backend.name
-
-
-def _accumulate(
-    tally: LossTally, loss: Any, size: int, backend: Backend, bins: BinSpec | None
-) -> None:
-    """Fold one chunk's loss vector into ``tally`` (exact sums and histogram)."""
-    if backend.name in _NATIVE:
-        xp: Any = backend.xp
-        host = backend.to_numpy
-    else:  # other array-API namespaces: reduce on host
-        loss = backend.to_numpy(loss)
-        xp, host = np, np.asarray
-    if tuple(loss.shape) != (size,):
-        raise MinsepError(f"privacy_loss returned shape {tuple(loss.shape)}, expected ({size},)")
-    if bool(xp.any(xp.isnan(loss))):
-        raise MinsepError("privacy_loss returned NaN; a loss model must return finite or +-inf")
-    tally.count += size
-    if tally.checks:
-        sums = np.empty(len(tally.checks))
-        squares = np.empty(len(tally.checks))
-        for j, eps in enumerate(tally.checks):
-            x = hockey_stick(xp, loss, eps)
-            sums[j] = float(xp.sum(x))
-            squares[j] = float(xp.sum(x * x))
-        tally.sum_x = tally.sum_x + sums
-        tally.sum_x2 = tally.sum_x2 + squares
-    if bins is not None and tally.histogram is not None:
-        tally.histogram.add_counts(host(xp.bincount(_bin_indices(xp, loss, bins))))
 
 
 def _bar(total: int, progress: bool | None, description: str) -> Any:
@@ -448,7 +413,7 @@ def sample(
     """
     config = engine_config(config, "sample")
     backend: str | Backend = config.backend
-    if isinstance(backend, str) or backend.name in _NATIVE:
+    if isinstance(backend, str) or backend.name in NATIVE_NAMESPACES:
         # resolve "auto" and the default kernel set once, keep a picklable spec
         backend = get_backend(backend).spec
     if config.memory_budget is not None:  # refuse before allocating anything
