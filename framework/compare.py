@@ -61,7 +61,7 @@ from minsep.framework.compare_row import ComparisonRow
 from minsep.framework.compare_setup import DEFAULT_EPSILON, ComparisonSetup, available_families
 from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import Accountant
-from minsep.framework.results import EXACT, UPPER_BOUND, CalibrationResult
+from minsep.framework.results import EXACT, UPPER_BOUND, CalibrationResult, EpsilonResult
 from minsep.framework.setup import accountant_fields, build_accountant, strategy_bands
 
 #: Called before each row and once at the end: ``(rows done, rows total, next row's label)``.
@@ -140,14 +140,7 @@ def _calibrated(
     scheme, strategy = item.scheme, item.strategy
     assert setup.epsilon is not None
     cal = accountant.calibrate(scheme, strategy, setup.epsilon, setup.delta)
-    found.update(
-        sigma=cal.sigma,
-        method=cal.method,
-        failure_probability=cal.failure_probability,
-        base_delta=cal.base_delta,
-        samples=cal.samples,
-        sigma_low=_sigma_low(cal),
-    )
+    found.update(sigma=cal.sigma, sigma_low=_sigma_low(cal), **_reported(cal))
     if cal.method in (EXACT, UPPER_BOUND):
         answer = accountant.epsilon(scheme, strategy, cal.sigma, setup.delta)
         found["epsilon"] = answer.certified_epsilon
@@ -166,15 +159,19 @@ def _at_sigma(
     """The row's certified epsilon at ``setup.sigma`` into ``found``; returns its note (none)."""
     assert setup.sigma is not None
     res = accountant.epsilon(item.scheme, item.strategy, setup.sigma, setup.delta)
-    found.update(
-        sigma=setup.sigma,
-        epsilon=res.certified_epsilon,
-        method=res.method,
-        failure_probability=res.failure_probability,
-        base_delta=res.base_delta,
-        samples=res.samples,
-    )
+    found.update(sigma=setup.sigma, epsilon=res.certified_epsilon, **_reported(res))
     return ""
+
+
+def _reported(result: CalibrationResult | EpsilonResult) -> dict[str, Any]:
+    """What a row shows of how its answer was reached: the method, the failure probability,
+    and the base delta and samples of a Monte Carlo answer."""
+    return {
+        "method": result.method,
+        "failure_probability": result.failure_probability,
+        "base_delta": result.base_delta,
+        "samples": result.samples,
+    }
 
 
 def _sigma_low(cal: CalibrationResult) -> float | None:

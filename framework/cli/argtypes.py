@@ -54,14 +54,23 @@ def real(text: str) -> float:
 
 def parse_rate(text: str) -> float:
     """A participation rate in (0, 1]: a decimal (``0.004``) or a fraction (``1/256``)."""
+    return _real_in(
+        text,
+        lambda value: 0.0 < value <= 1.0,
+        f"rate = {text!r} is invalid: must be a number or fraction in (0, 1], e.g. 1/256",
+        f"rate = {text!r} is invalid: must be in (0, 1]",
+    )
+
+
+def _real_in(text: str, within: Callable[[float], bool], unreadable: str, outside: str) -> float:
+    """``text`` read by :func:`real`, refused with the argparse message ``unreadable`` when it
+    is not a number and ``outside`` when ``within`` does not hold for it."""
     try:
         value = real(text)
     except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(
-            f"rate = {text!r} is invalid: must be a number or fraction in (0, 1], e.g. 1/256"
-        ) from None
-    if not (0.0 < value <= 1.0):
-        raise argparse.ArgumentTypeError(f"rate = {text!r} is invalid: must be in (0, 1]")
+        raise argparse.ArgumentTypeError(unreadable) from None
+    if not within(value):
+        raise argparse.ArgumentTypeError(outside)
     return value
 
 
@@ -89,24 +98,18 @@ nonnegative_int = int_at_least(0)
 
 def probability(text: str) -> float:
     """argparse type: a probability in (0, 1) (fractions accepted)."""
-    try:
-        value = real(text)
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be in (0, 1)") from None
-    if not (0.0 < value < 1.0):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be in (0, 1)")
-    return value
+    message = f"{text!r} is invalid: must be in (0, 1)"
+    return _real_in(text, lambda value: 0.0 < value < 1.0, message, message)
 
 
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (fractions accepted)."""
-    try:
-        value = real(text)
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number > 0") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a finite number > 0")
-    return value
+    return _real_in(
+        text,
+        lambda value: math.isfinite(value) and value > 0,
+        f"{text!r} is invalid: must be a number > 0",
+        f"{text!r} is invalid: must be a finite number > 0",
+    )
 
 
 def noise_multiplier(text: str) -> float:
@@ -124,13 +127,12 @@ def noise_multiplier(text: str) -> float:
 
 def nonnegative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
-    try:
-        value = real(text)
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number >= 0") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a finite number >= 0")
-    return value
+    return _real_in(
+        text,
+        lambda value: math.isfinite(value) and value >= 0,
+        f"{text!r} is invalid: must be a number >= 0",
+        f"{text!r} is invalid: must be a finite number >= 0",
+    )
 
 
 def byte_size(text: str) -> int:
@@ -160,10 +162,8 @@ def parse_int(text: str) -> int:
 
 def parse_float(text: str) -> float:
     """A real number (decimal or fraction), as :func:`real`, for argparse."""
-    try:
-        return real(text)
-    except (ValueError, ZeroDivisionError):
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a number") from None
+    message = f"{text!r} is invalid: must be a number"
+    return _real_in(text, lambda value: True, message, message)
 
 
 #: The reader of a declared option's value, by its kind (:data:`~minsep.framework.parameters.

@@ -20,15 +20,8 @@ from minsep.framework.results import CalibrationResult
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
-    parser.add_argument(
-        "--epsilon", type=common.nonnegative_float, required=True, help="target epsilon"
-    )
-    parser.add_argument(
-        "--accountant",
-        default="auto",
-        help="registered accountant, or auto (default): exact pld where the scheme has an "
-        "exact event, else monte_carlo; the output names the one that answered",
-    )
+    common.add_epsilon_argument(parser)
+    common.add_accountant_argument(parser)
 
 
 def format_calibration(result: CalibrationResult) -> list[str]:
@@ -91,7 +84,6 @@ def _run(args: argparse.Namespace) -> int:
         ),
         format_calibration,
         question="calibrate",
-        numbers={"epsilon": args.epsilon, "delta": args.delta},
     )
 
 

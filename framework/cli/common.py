@@ -54,9 +54,12 @@ from minsep.framework.cli.output import (
 )
 from minsep.framework.cli.setup_arguments import (
     EXECUTOR_CHOICES,
+    add_accountant_argument,
+    add_epsilon_argument,
     add_pld_arguments,
     add_scheme_arguments,
     add_setup_arguments,
+    add_sigma_argument,
 )
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.format import fmt, warn
@@ -72,10 +75,14 @@ R = TypeVar("R", bound=Result)
 __all__ = [
     "EXECUTOR_CHOICES",
     "EXIT_UNCERTIFIED",
+    "QUESTION_NUMBERS",
     "accountant_options",
+    "add_accountant_argument",
+    "add_epsilon_argument",
     "add_pld_arguments",
     "add_scheme_arguments",
     "add_setup_arguments",
+    "add_sigma_argument",
     "answer",
     "build_accountant",
     "build_scheme",
@@ -111,6 +118,14 @@ __all__ = [
 #: Exit status of an accounting command whose answer is not certified (e.g. certified epsilon
 #: = inf); 0 is a certified answer, 2 an error.
 EXIT_UNCERTIFIED = 3
+
+#: The numbers each question is asked at: the ``args`` attributes that :func:`answer` passes
+#: as the question's ``numbers``, in this order.
+QUESTION_NUMBERS: dict[str, tuple[str, ...]] = {
+    "epsilon": ("sigma", "delta"),
+    "delta": ("sigma", "epsilon"),
+    "calibrate": ("epsilon", "delta"),
+}
 
 
 def _cache_key(
@@ -213,7 +228,7 @@ def answer(
     ask: Callable[[Accountant, SamplingScheme, Strategy], R],
     lines: Callable[[R], list[str]],
     certified: Callable[[R], bool] | None = None,
-    what: str = "answer",
+    what: str | None = None,
     *,
     question: str | None = None,
     numbers: dict[str, float] | None = None,
@@ -222,7 +237,8 @@ def answer(
     ``lines``) and return the exit status: 0, or :data:`EXIT_UNCERTIFIED` when ``certified``
     says the answer is not certified.
 
-    With ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) and its ``numbers``, the
+    With ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) and its ``numbers``
+    (default: the ``args`` its :data:`QUESTION_NUMBERS` name), the
     quick deterministic bound (:mod:`.first_answer`) is printed on stderr before the run
     (unless ``--quiet``) and stored in the result's ``first_answer``, and the Monte Carlo
     samples are chosen from the question (:mod:`.sample_choice`); the result's notes say
@@ -230,6 +246,8 @@ def answer(
     with worker processes starts them before the first answer (unless the answer cache holds
     the answer), so that their start-up overlaps it.
     """
+    if question is not None and numbers is None:
+        numbers = {name: getattr(args, name) for name in QUESTION_NUMBERS[question]}
     scheme = build_scheme(args)
     strategy = build_strategy(args)
     show_plans_unless_quiet(args)  # first: building the accountant logs --workers auto
@@ -255,6 +273,7 @@ def answer(
     else:
         print("\n".join(lines(result)))
     if certified is not None and not certified(result):
+        what = what or question or "answer"
         warn(f"{what} NOT CERTIFIED (see the note for why); exit status {EXIT_UNCERTIFIED}")
         return EXIT_UNCERTIFIED
     return 0

@@ -23,15 +23,8 @@ from minsep.framework.results import EpsilonResult
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
-    parser.add_argument(
-        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
-    )
-    parser.add_argument(
-        "--accountant",
-        default="auto",
-        help="registered accountant, or auto (default): exact pld where the scheme has an "
-        "exact event, else monte_carlo; the output names the one that answered",
-    )
+    common.add_sigma_argument(parser)
+    common.add_accountant_argument(parser)
 
 
 def format_epsilon(result: EpsilonResult) -> list[str]:
@@ -62,9 +55,7 @@ def _run(args: argparse.Namespace) -> int:
         ),
         format_epsilon,
         lambda result: math.isfinite(result.certified_epsilon),
-        "epsilon",
         question="epsilon",
-        numbers={"sigma": args.sigma, "delta": args.delta},
     )
 
 

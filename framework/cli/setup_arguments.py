@@ -15,16 +15,7 @@ from __future__ import annotations
 import argparse
 
 from minsep.framework.backend import BACKEND_SPECS
-from minsep.framework.cli import accountant_options, strategy_options
-from minsep.framework.cli.argtypes import (
-    byte_size,
-    nonnegative_float,
-    nonnegative_int,
-    parse_rate,
-    positive_float,
-    positive_int,
-    probability,
-)
+from minsep.framework.cli import accountant_options, argtypes, strategy_options
 from minsep.framework.cli.option_flags import add_option_flag, taken_flags
 from minsep.framework.parameters import Parameter
 from minsep.framework.registries import schemes
@@ -32,9 +23,12 @@ from minsep.framework.workers import parse_workers
 
 __all__ = [
     "EXECUTOR_CHOICES",
+    "add_accountant_argument",
+    "add_epsilon_argument",
     "add_pld_arguments",
     "add_scheme_arguments",
     "add_setup_arguments",
+    "add_sigma_argument",
     "scheme_parameters",
 ]
 
@@ -72,28 +66,52 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     accountant_options.add_accountant_arguments(parser)
 
 
+def add_sigma_argument(parser: argparse.ArgumentParser) -> None:
+    """``--sigma`` (required): the noise multiplier of a question at a fixed sigma."""
+    parser.add_argument(
+        "--sigma", type=argtypes.noise_multiplier, required=True, help="noise multiplier"
+    )
+
+
+def add_epsilon_argument(parser: argparse.ArgumentParser) -> None:
+    """``--epsilon`` (required): the target epsilon of ``delta`` and ``calibrate``."""
+    parser.add_argument(
+        "--epsilon", type=argtypes.nonnegative_float, required=True, help="target epsilon"
+    )
+
+
+def add_accountant_argument(parser: argparse.ArgumentParser) -> None:
+    """``--accountant``: a registered name, or ``auto`` (the default)."""
+    parser.add_argument(
+        "--accountant",
+        default="auto",
+        help="registered accountant, or auto (default): exact pld where the scheme has an "
+        "exact event, else monte_carlo; the output names the one that answered",
+    )
+
+
 def _add_question_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``setup`` group: ``--scheme --steps --rate --bands --delta``."""
     setup = parser.add_argument_group("setup")
     setup.add_argument("--scheme", default="b_min_sep", help="registered scheme name")
     setup.add_argument(
-        "--steps", type=positive_int, default=1024, help="number of training steps n"
+        "--steps", type=argtypes.positive_int, default=1024, help="number of training steps n"
     )
     setup.add_argument(
         "--rate",
-        type=parse_rate,
+        type=argtypes.parse_rate,
         default=1 / 256,
         help="participation rate p0 = expected batch size / dataset size (default: 1/256)",
     )
     setup.add_argument(
         "--bands",
-        type=positive_int,
+        type=argtypes.positive_int,
         default=None,
         help="bands k of the MSE-optimal banded Toeplitz strategy (1 = identity, DP-SGD; the "
         "default), or of a --strategy that takes bands",
     )
     setup.add_argument(
-        "--delta", type=probability, default=1e-3, help="target delta (default 1e-3)"
+        "--delta", type=argtypes.probability, default=1e-3, help="target delta (default 1e-3)"
     )
 
 
@@ -108,21 +126,21 @@ def _add_sample_arguments(mc: argparse._ArgumentGroup) -> None:
     )
     mc.add_argument(
         "--samples",
-        type=positive_int,
+        type=argtypes.positive_int,
         help="verification samples m per direction (default: epsilon and calibrate choose them "
         "from --delta and --precision and say how many; delta and curve 1,000,000)",
     )
     mc.add_argument(
         "--precision",
-        type=positive_float,
+        type=argtypes.positive_float,
         metavar="FRACTION",
         help="without --samples: the relative gap between the certified answer and the "
         "estimate the samples are chosen for (default 0.05; docs/math.md §7.3)",
     )
-    mc.add_argument("--pilot-samples", type=positive_int, help="pilot (estimate) samples")
+    mc.add_argument("--pilot-samples", type=argtypes.positive_int, help="pilot (estimate) samples")
     mc.add_argument(
         "--seed",
-        type=nonnegative_int,
+        type=argtypes.nonnegative_int,
         help="seed of the sampling streams (default: fresh entropy, reported in the result)",
     )
 
@@ -157,14 +175,14 @@ def _add_run_arguments(mc: argparse._ArgumentGroup) -> None:
     )
     mc.add_argument(
         "--checkpoint-interval",
-        type=nonnegative_float,
+        type=argtypes.nonnegative_float,
         metavar="SECONDS",
         help="seconds between checkpoint saves (default 60; 0 = after every chunk)",
     )
-    mc.add_argument("--chunk-size", type=positive_int, help="samples per chunk")
+    mc.add_argument("--chunk-size", type=argtypes.positive_int, help="samples per chunk")
     mc.add_argument(
         "--memory-budget",
-        type=byte_size,
+        type=argtypes.byte_size,
         metavar="BYTES",
         help="memory a worker may spend on one chunk (e.g. 512M, 2G; default 1G): picks the "
         "chunk size, and refuses a run whose single sample or --chunk-size does not fit",
@@ -176,7 +194,7 @@ def _add_engine_arguments(mc: argparse._ArgumentGroup) -> None:
     --no-cache``."""
     mc.add_argument(
         "--max-seconds",
-        type=positive_float,
+        type=argtypes.positive_float,
         metavar="SECONDS",
         help="bound the run's estimated time (printed on stderr before every Monte Carlo "
         "run): samples chosen by --precision are cut to fit, down to precision 0.3, and the "
@@ -255,14 +273,14 @@ def add_pld_arguments(parser: argparse.ArgumentParser) -> None:
     pld = parser.add_argument_group("exact (PLD)")
     pld.add_argument(
         "--pld-interval",
-        type=positive_float,
+        type=argtypes.positive_float,
         metavar="STEP",
         help="PLD value discretisation interval (default: the accountant's, 5e-4); coarser is "
         "faster and looser, never optimistic",
     )
     pld.add_argument(
         "--pld-memory-gib",
-        type=positive_float,
+        type=argtypes.positive_float,
         metavar="GIB",
         help="refuse a PLD whose estimated memory exceeds this (default 1)",
     )
