@@ -7,7 +7,9 @@ command imports ``common`` alone:
 - :mod:`.argtypes`: argparse value types (rates, fractions, ranges, sizes);
 - :mod:`.setup_arguments`: the options of one accounting setup (:func:`add_setup_arguments`);
 - :mod:`.building`: the scheme, strategy and accountant built from the parsed options;
-- :mod:`.output`: result lines, JSON and the ``minsep:`` lines on stderr.
+- :mod:`.output`: result lines, JSON and the ``minsep:`` lines on stderr;
+- :mod:`.option_flags` (used by the setup's options): one flag per declared scheme, strategy or
+  accountant option.
 """
 
 from __future__ import annotations
