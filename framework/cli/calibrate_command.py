@@ -69,10 +69,7 @@ def format_calibration(result: CalibrationResult) -> list[str]:
             drawn, result.seconds, n_steps if isinstance(n_steps, int) else None
         )
         lines.append(f"throughput           {text} (both directions, pilot included)")
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
-    lines.append(f"accountant           {result.accountant} ({result.method})")
-    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(common.closing_lines(result))
     return lines
 
 

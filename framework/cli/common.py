@@ -44,6 +44,7 @@ from minsep.framework.cli.building import (
     skipped_names,
 )
 from minsep.framework.cli.output import (
+    closing_lines,
     hide_plans,
     print_json,
     provenance_lines,
@@ -91,6 +92,7 @@ __all__ = [
     "build_strategy",
     "byte_size",
     "choose_accountant",
+    "closing_lines",
     "default_workers",
     "fmt",
     "given_accountant_options",

@@ -182,10 +182,7 @@ def format_curve(result: CurveResult) -> list[str]:
     if result.samples is not None:
         lines.append(f"samples              {result.samples:,} verification per direction")
     lines.append(f"seconds              {result.seconds:.3f}")
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
-    lines.append(f"accountant           {result.accountant} ({result.method})")
-    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(common.closing_lines(result))
     return lines
 
 

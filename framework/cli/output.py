@@ -14,6 +14,7 @@ import sys
 from minsep.framework.results import DeltaResult, EpsilonResult, Result
 
 __all__ = [
+    "closing_lines",
     "hide_plans",
     "print_json",
     "provenance_lines",
@@ -116,8 +117,15 @@ def provenance_lines(result: EpsilonResult | DeltaResult) -> list[str]:
         result.seconds,
         n_steps if isinstance(n_steps, int) else None,
     )
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
+    lines.extend(closing_lines(result))
+    return lines
+
+
+def closing_lines(result: Result) -> list[str]:
+    """The lines every answer ends with: the seed (when known), the accountant and its
+    method, and the notes."""
+    seed = getattr(result, "seed", None)
+    lines = [] if seed is None else [f"seed                 {seed}"]
     lines.append(f"accountant           {result.accountant} ({result.method})")
     lines.extend(f"note: {note}" for note in result.notes)
     return lines

@@ -21,17 +21,6 @@ from minsep.framework.parameters import Parameter
 from minsep.framework.registries import schemes
 from minsep.framework.workers import parse_workers
 
-__all__ = [
-    "EXECUTOR_CHOICES",
-    "add_accountant_argument",
-    "add_epsilon_argument",
-    "add_pld_arguments",
-    "add_scheme_arguments",
-    "add_setup_arguments",
-    "add_sigma_argument",
-    "scheme_parameters",
-]
-
 #: ``--executor`` choices: ``montecarlo.executors.EXECUTOR_KINDS``, spelled out so that the CLI
 #: starts without importing the engine (a test keeps the two equal).
 EXECUTOR_CHOICES = ("local", "processes", "dask")
