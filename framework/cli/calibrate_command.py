@@ -74,14 +74,7 @@ def format_calibration(result: CalibrationResult) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    return common.answer(
-        args,
-        lambda accountant, scheme, strategy: accountant.calibrate(
-            scheme, strategy, args.epsilon, args.delta
-        ),
-        format_calibration,
-        question="calibrate",
-    )
+    return common.answer(args, "calibrate", format_calibration)
 
 
 command = Command(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -227,22 +227,34 @@ def _prepare(
     return accountant, key, early, stated
 
 
+def _method(
+    question: str, numbers: tuple[float, ...]
+) -> Callable[[Accountant, SamplingScheme, Strategy], Any]:
+    """Ask an accountant its method named ``question`` at ``numbers`` (in the method's order)."""
+
+    def ask(accountant: Accountant, scheme: SamplingScheme, strategy: Strategy) -> Any:
+        return getattr(accountant, question)(scheme, strategy, *numbers)
+
+    return ask
+
+
 def answer(
     args: argparse.Namespace,
-    ask: Callable[[Accountant, SamplingScheme, Strategy], R],
+    question: str,
     lines: Callable[[R], list[str]],
     certified: Callable[[R], bool] | None = None,
-    what: str | None = None,
     *,
-    question: str | None = None,
+    ask: Callable[[Accountant, SamplingScheme, Strategy], R] | None = None,
     numbers: dict[str, float] | None = None,
 ) -> int:
     """Build the question's objects from ``args``, ask it, print the result (``--json`` or
     ``lines``) and return the exit status: 0, or :data:`EXIT_UNCERTIFIED` when ``certified``
     says the answer is not certified.
 
-    With ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) and its ``numbers``
-    (default: the ``args`` its :data:`QUESTION_NUMBERS` name), the
+    ``question`` (``"epsilon"``, ``"delta"``, ``"calibrate"``) is asked at its ``numbers``
+    (default: the ``args`` its :data:`QUESTION_NUMBERS` name), by ``ask`` (default: the
+    accountant's method of that name, ``accountant.epsilon(scheme, strategy, sigma, delta)``
+    and so on, with the numbers in that order). The
     quick deterministic bound (:mod:`.first_answer`) is printed on stderr before the run
     (unless ``--quiet``) and stored in the result's ``first_answer``, and the Monte Carlo
     samples are chosen from the question (:mod:`.sample_choice`); the result's notes say
@@ -250,21 +262,17 @@ def answer(
     with worker processes starts them before the first answer (unless the answer cache holds
     the answer), so that their start-up overlaps it.
     """
-    if question is not None and numbers is None:
+    if numbers is None:
         numbers = {name: getattr(args, name) for name in QUESTION_NUMBERS[question]}
+    ask = ask or _method(question, tuple(numbers.values()))
     scheme = build_scheme(args)
     strategy = build_strategy(args)
     show_plans_unless_quiet(args)  # first: building the accountant logs --workers auto
     accountant, chosen = choose_accountant(args, scheme, strategy)
     notes = [] if chosen is None else [chosen]
-    early = None
-    key = None  # no question: no answer cache
-    if question is not None:
-        accountant, key, early, stated = _prepare(
-            args, accountant, scheme, strategy, question, numbers
-        )
-        if stated is not None:
-            notes.append(f"{stated}.")
+    accountant, key, early, stated = _prepare(args, accountant, scheme, strategy, question, numbers)
+    if stated is not None:
+        notes.append(f"{stated}.")
     result, cached = _cached(key, accountant, scheme, strategy, ask, numbers)
     if cached is not None:
         notes.append(f"{cached}.")
@@ -277,7 +285,6 @@ def answer(
     else:
         print("\n".join(lines(result)))
     if certified is not None and not certified(result):
-        what = what or question or "answer"
-        warn(f"{what} NOT CERTIFIED (see the note for why); exit status {EXIT_UNCERTIFIED}")
+        warn(f"{question} NOT CERTIFIED (see the note for why); exit status {EXIT_UNCERTIFIED}")
         return EXIT_UNCERTIFIED
     return 0

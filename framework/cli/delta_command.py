@@ -61,15 +61,7 @@ def format_delta(result: DeltaResult) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     refuse_delta(args, "delta")
-    return common.answer(
-        args,
-        lambda accountant, scheme, strategy: accountant.delta(
-            scheme, strategy, args.sigma, args.epsilon
-        ),
-        format_delta,
-        lambda result: result.certified_delta < 1.0,
-        question="delta",
-    )
+    return common.answer(args, "delta", format_delta, lambda result: result.certified_delta < 1)
 
 
 command = Command(

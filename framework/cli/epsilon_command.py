@@ -47,16 +47,12 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
     return lines
 
 
+def _certified(result: EpsilonResult) -> bool:
+    return math.isfinite(result.certified_epsilon)
+
+
 def _run(args: argparse.Namespace) -> int:
-    return common.answer(
-        args,
-        lambda accountant, scheme, strategy: accountant.epsilon(
-            scheme, strategy, args.sigma, args.delta
-        ),
-        format_epsilon,
-        lambda result: math.isfinite(result.certified_epsilon),
-        question="epsilon",
-    )
+    return common.answer(args, "epsilon", format_epsilon, _certified)
 
 
 command = Command(
