@@ -30,26 +30,19 @@ def _version(name: str) -> str:
         return "not installed"
 
 
+def _git(folder: Path, *command: str) -> str:
+    """The stripped output of ``git COMMAND`` run in ``folder`` (raises on failure)."""
+    return subprocess.run(
+        ["git", *command], cwd=folder, capture_output=True, text=True, timeout=10, check=True
+    ).stdout.strip()
+
+
 def git_commit(folder: Path = _SOURCE) -> str:
     """The commit checked out at ``folder`` (with ``+dirty`` when tracked files differ from
     it), or ``"unknown"`` when it is not a git checkout or git is unavailable."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        commit = _git(folder, "rev-parse", "HEAD")
+        status = _git(folder, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     if not commit:

@@ -143,6 +143,30 @@ def _accuracy(model: Model, params: Array, x: Array, y: Array, xp: Any) -> float
     return float(xp.mean((model.predict(params, x, xp) == y).astype(xp.float64)))
 
 
+def _eval_steps(n_steps: int, points: int) -> set[int]:
+    """The steps after which the training loss is recorded: ``points`` evenly spaced ones
+    ending at ``n_steps`` (none for fewer than 2 points)."""
+    if points <= 1:
+        return set()
+    return set(np.linspace(0, n_steps, points, dtype=int).tolist()[1:])
+
+
+def _check_batches(run: PrivateRun, batches: int) -> None:
+    """Refuse a scheme that yields a number of batches other than the n the accountant
+    analysed (called with n + 1 as soon as it yields one too many)."""
+    n_steps = run.n_steps
+    if batches > n_steps:
+        raise ConfigurationError(
+            f"train: scheme {run.scheme.name!r} yielded more than n_steps = {n_steps} "
+            "batches, the number the accountant analysed"
+        )
+    if batches != n_steps:
+        raise ConfigurationError(
+            f"train: scheme {run.scheme.name!r} yielded {batches} batches: must yield "
+            f"n_steps = {n_steps}, the number the accountant analysed"
+        )
+
+
 def train(
     config: TrainingConfig,
     data: Dataset,
@@ -184,11 +208,7 @@ def train(
     noise_rows = (
         run.noise((model.n_parameters,), backend.rng(noise_seed), backend) if run.private else None
     )
-    eval_steps = (
-        set(np.linspace(0, n_steps, config.eval_points, dtype=int).tolist()[1:])
-        if config.eval_points > 1
-        else set()
-    )
+    eval_steps = _eval_steps(n_steps, config.eval_points)
     curve: list[tuple[int, float]] = []
     real_examples = 0
     steps_done = 0
@@ -202,10 +222,7 @@ def train(
     )
     for step, batch in enumerate(run.batches(np.random.default_rng(batch_seed))):
         if step >= n_steps:
-            raise ConfigurationError(
-                f"train: scheme {run.scheme.name!r} yielded more than n_steps = {n_steps} "
-                "batches, the number the accountant analysed"
-            )
+            _check_batches(run, step + 1)
         mask = batch >= 0  # negative entries are padding slots
         real_examples += int(mask.sum())
         index = backend.asarray(np.where(mask, batch, 0))
@@ -223,11 +240,7 @@ def train(
             curve.append((steps_done, _mean_loss(model, params, x_train, y_train, xp)))
         bar.update(1)
     bar.close()
-    if steps_done != n_steps:
-        raise ConfigurationError(
-            f"train: scheme {run.scheme.name!r} yielded {steps_done} batches: must yield "
-            f"n_steps = {n_steps}, the number the accountant analysed"
-        )
+    _check_batches(run, steps_done)
     return TrainingRecord(
         seed=config.seed,
         train_accuracy=_accuracy(model, params, x_train, y_train, xp),

@@ -10,9 +10,9 @@ flag (``--dest-with-dashes``), so a plugin accountant's options work with no edi
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
 from typing import Any
 
+from minsep.framework.cli.option_flags import add_option_flag, taken_flags
 from minsep.framework.interfaces import Accountant
 from minsep.framework.parameters import CLI_KINDS, Parameter, parameters_of
 from minsep.framework.registries import accountants
@@ -46,34 +46,16 @@ def _parameters() -> dict[str, tuple[Parameter, str]]:
     return {dest: (p, ", ".join(users)) for dest, (p, users) in found.items()}
 
 
-def add_accountant_arguments(
-    parser: argparse.ArgumentParser, parsers: Mapping[str, Callable[[str], Any]]
-) -> None:
-    """A flag for every declared accountant option that ``parser`` has no flag for yet;
-    ``parsers`` reads a value of each option kind."""
-    taken = {a.dest for a in parser._actions} | {
-        flag for a in parser._actions for flag in a.option_strings
-    }
+def add_accountant_arguments(parser: argparse.ArgumentParser) -> None:
+    """A flag for every declared accountant option that ``parser`` has no flag for yet."""
+    taken = taken_flags(parser)
     group = None
     for dest, (parameter, users) in _parameters().items():
         flag = "--" + dest.replace("_", "-")
         if dest in taken or flag in taken:
             continue
         group = group or parser.add_argument_group("accountant options (of the registered ones)")
-        text = f"{parameter.help} [{users}]".strip()
-        if parameter.kind == "bool":
-            group.add_argument(
-                flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=text
-            )
-        else:
-            group.add_argument(
-                flag,
-                dest=dest,
-                type=parsers[parameter.kind],
-                default=None,
-                metavar=parameter.kind.upper(),
-                help=text,
-            )
+        add_option_flag(group, parameter, dest, f"{parameter.help} [{users}]".strip(), flag)
 
 
 def given_options(args: argparse.Namespace) -> dict[str, Any]:

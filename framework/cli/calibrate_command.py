@@ -20,15 +20,8 @@ from minsep.framework.results import CalibrationResult
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
-    parser.add_argument(
-        "--epsilon", type=common.nonnegative_float, required=True, help="target epsilon"
-    )
-    parser.add_argument(
-        "--accountant",
-        default="auto",
-        help="registered accountant, or auto (default): exact pld where the scheme has an "
-        "exact event, else monte_carlo; the output names the one that answered",
-    )
+    common.add_epsilon_argument(parser)
+    common.add_accountant_argument(parser)
 
 
 def format_calibration(result: CalibrationResult) -> list[str]:
@@ -76,23 +69,12 @@ def format_calibration(result: CalibrationResult) -> list[str]:
             drawn, result.seconds, n_steps if isinstance(n_steps, int) else None
         )
         lines.append(f"throughput           {text} (both directions, pilot included)")
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
-    lines.append(f"accountant           {result.accountant} ({result.method})")
-    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(common.closing_lines(result))
     return lines
 
 
 def _run(args: argparse.Namespace) -> int:
-    return common.answer(
-        args,
-        lambda accountant, scheme, strategy: accountant.calibrate(
-            scheme, strategy, args.epsilon, args.delta
-        ),
-        format_calibration,
-        question="calibrate",
-        numbers={"epsilon": args.epsilon, "delta": args.delta},
-    )
+    return common.answer(args, "calibrate", format_calibration)
 
 
 command = Command(

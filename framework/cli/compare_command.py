@@ -55,7 +55,23 @@ def _delta(text: str) -> float:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    setup = parser.add_argument_group("setup")
+    _add_setup_arguments(parser.add_argument_group("setup"))
+    _add_grid_arguments(parser.add_argument_group("grid"))
+    _add_monte_carlo_arguments(parser.add_argument_group("Monte Carlo"))
+    add_pld_arguments(parser)
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print JSON")
+    out.add_argument("--csv", action="store_true", help="print CSV")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (default: only on a terminal)",
+    )
+
+
+def _add_setup_arguments(setup: argparse._ArgumentGroup) -> None:
+    """The training setup: steps, rate (or batch and dataset size), delta, target."""
     setup.add_argument("--steps", type=positive_int, default=1024, help="training steps n")
     setup.add_argument(
         "--rate",
@@ -74,7 +90,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="target epsilon: calibrate sigma per row (default: 2 unless --sigma is given)",
     )
     target.add_argument("--sigma", type=noise_multiplier, help="a fixed noise multiplier")
-    grid = parser.add_argument_group("grid")
+
+
+def _add_grid_arguments(grid: argparse._ArgumentGroup) -> None:
+    """What is compared: bands, min-seps, extra strategies, row families."""
     grid.add_argument(
         "--bands", type=_int_list, default=(1, 4, 8), help="bands values k, comma-separated"
     )
@@ -98,7 +117,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="row families to include, e.g. poisson,b_min_sep,unamplified (default: every "
         "registered scheme's rows)",
     )
-    mc = parser.add_argument_group("Monte Carlo")
+
+
+def _add_monte_carlo_arguments(mc: argparse._ArgumentGroup) -> None:
+    """The Monte Carlo rows' samples, route, time limit, seed, backend and workers."""
     mc.add_argument(
         "--samples",
         type=positive_int,
@@ -133,16 +155,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=parse_workers,
         help="Monte Carlo worker processes, or auto (default: the CPUs free now)",
-    )
-    add_pld_arguments(parser)
-    out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print JSON")
-    out.add_argument("--csv", action="store_true", help="print CSV")
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="show a progress bar (default: only on a terminal)",
     )
 
 

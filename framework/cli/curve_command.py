@@ -31,7 +31,6 @@ import argparse
 import csv
 import io
 import math
-import sys
 from fractions import Fraction
 from typing import Any
 
@@ -126,9 +125,7 @@ def parse_grid_spec(text: str) -> EpsilonGrid:
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
     parser.set_defaults(delta=None)  # the curve fixes epsilons: --delta is refused
-    parser.add_argument(
-        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
-    )
+    common.add_sigma_argument(parser)
     grid = parser.add_mutually_exclusive_group(required=True)
     grid.add_argument(
         "--epsilons", type=parse_epsilons, metavar="E1,E2,...", help="increasing epsilons"
@@ -156,12 +153,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "included (table and --json)",
     )
     parser.add_argument("--csv", action="store_true", help="CSV output of the delta(eps) table")
-    parser.add_argument(
-        "--accountant",
-        default="auto",
-        help="registered accountant, or auto (default): exact pld where the scheme has an "
-        "exact event, else monte_carlo; the output names the one that answered",
-    )
+    common.add_accountant_argument(parser)
 
 
 def format_curve(result: CurveResult) -> list[str]:
@@ -190,10 +182,7 @@ def format_curve(result: CurveResult) -> list[str]:
     if result.samples is not None:
         lines.append(f"samples              {result.samples:,} verification per direction")
     lines.append(f"seconds              {result.seconds:.3f}")
-    if result.seed is not None:
-        lines.append(f"seed                 {result.seed}")
-    lines.append(f"accountant           {result.accountant} ({result.method})")
-    lines.extend(f"note: {note}" for note in result.notes)
+    lines.extend(common.closing_lines(result))
     return lines
 
 
@@ -271,16 +260,12 @@ def _run(args: argparse.Namespace) -> int:
         )
     scheme = common.build_scheme(args)
     strategy = common.build_strategy(args)
-    # plans first: building the accountant logs the choice of --workers auto
-    if common.quiet(args):
-        common.hide_plans()
-    else:
-        common.show_plans()
+    common.show_plans_unless_quiet(args)  # first: building the accountant logs --workers auto
     accountant, chosen = common.choose_accountant(args, scheme, strategy)
     epsilons = args.epsilons if args.epsilons is not None else args.epsilon_grid.points()
     accountant, stated = curve_samples(args, accountant, len(epsilons))
-    if stated is not None and not common.quiet(args):
-        print(f"minsep: plan: {stated}", file=sys.stderr, flush=True)
+    if stated is not None:
+        common.say(args, f"plan: {stated}")
     beta = DEFAULT_CURVE_FAILURE if args.failure_probability is None else args.failure_probability
     result = accountant.delta_curve(scheme, strategy, args.sigma, epsilons, beta)
     if args.failure_probability is not None and result.failure_probability != beta:

@@ -26,18 +26,9 @@ from minsep.framework.results import DeltaResult
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
     parser.set_defaults(delta=None)  # the target is epsilon here: --delta is refused
-    parser.add_argument(
-        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
-    )
-    parser.add_argument(
-        "--epsilon", type=common.nonnegative_float, required=True, help="target epsilon"
-    )
-    parser.add_argument(
-        "--accountant",
-        default="auto",
-        help="registered accountant, or auto (default): exact pld where the scheme has an "
-        "exact event, else monte_carlo; the output names the one that answered",
-    )
+    common.add_sigma_argument(parser)
+    common.add_epsilon_argument(parser)
+    common.add_accountant_argument(parser)
 
 
 def refuse_delta(args: argparse.Namespace, command: str) -> None:
@@ -70,17 +61,7 @@ def format_delta(result: DeltaResult) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     refuse_delta(args, "delta")
-    return common.answer(
-        args,
-        lambda accountant, scheme, strategy: accountant.delta(
-            scheme, strategy, args.sigma, args.epsilon
-        ),
-        format_delta,
-        lambda result: result.certified_delta < 1.0,
-        "delta",
-        question="delta",
-        numbers={"sigma": args.sigma, "epsilon": args.epsilon},
-    )
+    return common.answer(args, "delta", format_delta, lambda result: result.certified_delta < 1)
 
 
 command = Command(

@@ -23,15 +23,8 @@ from minsep.framework.results import EpsilonResult
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_setup_arguments(parser)
-    parser.add_argument(
-        "--sigma", type=common.noise_multiplier, required=True, help="noise multiplier"
-    )
-    parser.add_argument(
-        "--accountant",
-        default="auto",
-        help="registered accountant, or auto (default): exact pld where the scheme has an "
-        "exact event, else monte_carlo; the output names the one that answered",
-    )
+    common.add_sigma_argument(parser)
+    common.add_accountant_argument(parser)
 
 
 def format_epsilon(result: EpsilonResult) -> list[str]:
@@ -54,18 +47,12 @@ def format_epsilon(result: EpsilonResult) -> list[str]:
     return lines
 
 
+def _certified(result: EpsilonResult) -> bool:
+    return math.isfinite(result.certified_epsilon)
+
+
 def _run(args: argparse.Namespace) -> int:
-    return common.answer(
-        args,
-        lambda accountant, scheme, strategy: accountant.epsilon(
-            scheme, strategy, args.sigma, args.delta
-        ),
-        format_epsilon,
-        lambda result: math.isfinite(result.certified_epsilon),
-        "epsilon",
-        question="epsilon",
-        numbers={"sigma": args.sigma, "delta": args.delta},
-    )
+    return common.answer(args, "epsilon", format_epsilon, _certified)
 
 
 command = Command(

@@ -57,22 +57,11 @@ def choose_samples(
     without samples)."""
     precision = getattr(args, "precision", None)
     takes_samples = "samples" in setup.accountant_fields(type(accountant))
-    if precision is not None and getattr(args, "samples", None) is not None:
-        raise ConfigurationError(
-            f"--precision = {precision!r} is invalid with --samples: give one of them",
-            parameter="precision",
-        )
+    _check_precision(args, question)
     if precision is not None and question == "delta":  # planned from its first answer
         if not takes_samples:
             return accountant, None
         return delta_samples(args, accountant, scheme, strategy, numbers, float(precision))
-    if precision is not None and question not in _CANDIDATES:
-        raise ConfigurationError(
-            f"--precision = {precision!r} is invalid for minsep {question}: it sets the samples "
-            "from a target delta (epsilon, calibrate, compare; delta from its first answer, "
-            "curve from --deltas); use --samples",
-            parameter="precision",
-        )
     if not takes_samples:
         return accountant, None
     samples = int(getattr(accountant, "samples"))  # noqa: B009 - a field found by name
@@ -85,15 +74,7 @@ def choose_samples(
         )
     delta, candidates = float(numbers["delta"]), _CANDIDATES[question]
     target = default_precision if precision is None else float(precision)
-    try:
-        samples = samples_for_precision(delta, target, candidates=candidates)
-    except ConfigurationError:
-        raise ConfigurationError(
-            f"--precision = {target!r} is invalid at delta = {delta!r}: it needs more than "
-            f"2^62 verification samples (no feasible run); use a larger --precision (default "
-            f"{default_precision:g}) or give --samples",
-            parameter="precision",
-        ) from None
+    samples = _samples_for(delta, target, candidates, default_precision)
     routed, said = choose_route(args, accountant, scheme, strategy, question, numbers, target)
     if routed is not None:  # the accountant chose the escort route
         return routed, said
@@ -129,6 +110,41 @@ def choose_samples(
         f"samples: {fitted:,} per direction to fit --max-seconds {limit:g} (estimated "
         f"{estimate:.3g} s for {samples:,}): precision {reached:.3g} instead of {target:.3g}"
     )
+
+
+def _check_precision(args: argparse.Namespace, question: str) -> None:
+    """Refuse ``--precision`` with ``--samples``, or for a question it cannot size samples for
+    (one without a target delta, other than ``delta``)."""
+    precision = getattr(args, "precision", None)
+    if precision is None:
+        return
+    if getattr(args, "samples", None) is not None:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid with --samples: give one of them",
+            parameter="precision",
+        )
+    if question != "delta" and question not in _CANDIDATES:
+        raise ConfigurationError(
+            f"--precision = {precision!r} is invalid for minsep {question}: it sets the samples "
+            "from a target delta (epsilon, calibrate, compare; delta from its first answer, "
+            "curve from --deltas); use --samples",
+            parameter="precision",
+        )
+
+
+def _samples_for(delta: float, target: float, candidates: int, default: float) -> int:
+    """The verification samples reaching precision ``target`` at ``delta`` over ``candidates``
+    claims; refused by name when no feasible run does (``default``: the precision the command
+    uses when none is given)."""
+    try:
+        return samples_for_precision(delta, target, candidates=candidates)
+    except ConfigurationError:
+        raise ConfigurationError(
+            f"--precision = {target!r} is invalid at delta = {delta!r}: it needs more than "
+            f"2^62 verification samples (no feasible run); use a larger --precision (default "
+            f"{default:g}) or give --samples",
+            parameter="precision",
+        ) from None
 
 
 def _with_samples(

@@ -11,10 +11,10 @@ sets ``bands`` of a ``--strategy`` that takes it.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from minsep.framework import setup
+from minsep.framework.cli.option_flags import add_option_flag, taken_flags
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Strategy
 from minsep.framework.parameters import CLI_KINDS, Parameter
@@ -48,12 +48,9 @@ def strategy_parameters() -> dict[str, Parameter]:
     return cli_parameters(strategies)
 
 
-def add_strategy_arguments(
-    parser: argparse.ArgumentParser, parsers: Mapping[str, Callable[[str], Any]]
-) -> None:
+def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
     """``--strategy`` and one flag per strategy option that no other flag of ``parser`` has
-    (the command's and the schemes' flags win; ``--strategy NAME:key=value`` reaches it);
-    ``parsers`` reads a value of each option kind."""
+    (the command's and the schemes' flags win; ``--strategy NAME:key=value`` reaches it)."""
     group = parser.add_argument_group("strategy options (of the registered strategies)")
     group.add_argument(
         "--strategy",
@@ -61,28 +58,12 @@ def add_strategy_arguments(
         help="registered strategy with its options (e.g. blt, blt:buffers=3, "
         "banded_toeplitz:bands=4,objective=max); default: --bands",
     )
-    taken = {flag for action in parser._actions for flag in action.option_strings}
+    taken = taken_flags(parser, dests=False)
     for name, parameter in strategy_parameters().items():
         if parameter.flag in taken:
             continue
         text = f"{parameter.help} [{users_of(strategies, name)}]".strip()
-        if parameter.kind == "bool":
-            group.add_argument(
-                parameter.flag,
-                dest=_DEST.format(name),
-                action=argparse.BooleanOptionalAction,
-                default=None,
-                help=text,
-            )
-        else:
-            group.add_argument(
-                parameter.flag,
-                dest=_DEST.format(name),
-                type=parsers[parameter.kind],
-                default=None,
-                metavar=parameter.kind.upper(),
-                help=text,
-            )
+        add_option_flag(group, parameter, _DEST.format(name), text)
 
 
 def _flag_options(args: argparse.Namespace, name: str) -> dict[str, Any]:

@@ -327,6 +327,34 @@ class LossTally:
         )
 
 
+def accumulate(
+    tally: LossTally, loss: Any, size: int, backend: Backend, bins: BinSpec | None
+) -> None:
+    """Fold one chunk's loss vector into ``tally`` (exact sums and histogram)."""
+    if backend.name in NATIVE_NAMESPACES:
+        xp: Any = backend.xp
+        host = backend.to_numpy
+    else:  # other array-API namespaces: reduce on host
+        loss = backend.to_numpy(loss)
+        xp, host = np, np.asarray
+    if tuple(loss.shape) != (size,):
+        raise MinsepError(f"privacy_loss returned shape {tuple(loss.shape)}, expected ({size},)")
+    if bool(xp.any(xp.isnan(loss))):
+        raise MinsepError("privacy_loss returned NaN; a loss model must return finite or +-inf")
+    tally.count += size
+    if tally.checks:
+        sums = np.empty(len(tally.checks))
+        squares = np.empty(len(tally.checks))
+        for j, eps in enumerate(tally.checks):
+            x = hockey_stick(xp, loss, eps)
+            sums[j] = float(xp.sum(x))
+            squares[j] = float(xp.sum(x * x))
+        tally.sum_x = tally.sum_x + sums
+        tally.sum_x2 = tally.sum_x2 + squares
+    if bins is not None and tally.histogram is not None:
+        tally.histogram.add_counts(host(xp.bincount(_bin_indices(xp, loss, bins))))
+
+
 @attrs.define(eq=False)
 class SweepTally:
     """Tallies for every (sigma, direction) of a run: ``tallies[(i_sigma, direction)]``."""
@@ -407,32 +435,3 @@ class SweepTally:
             tuple(Direction(d) for d in data["directions"]),
             tallies,
         )
-
-
-def accumulate(
-    tally: LossTally, loss: Any, size: int, backend: Backend, bins: BinSpec | None
-) -> None:
-    """Fold one chunk's loss vector into ``tally`` (exact sums of ``X`` and ``X^2`` at its
-    checks, and the histogram); refuses a loss vector of the wrong shape or with NaN."""
-    if backend.name in NATIVE_NAMESPACES:
-        xp: Any = backend.xp
-        host = backend.to_numpy
-    else:  # other array-API namespaces: reduce on host
-        loss = backend.to_numpy(loss)
-        xp, host = np, np.asarray
-    if tuple(loss.shape) != (size,):
-        raise MinsepError(f"privacy_loss returned shape {tuple(loss.shape)}, expected ({size},)")
-    if bool(xp.any(xp.isnan(loss))):
-        raise MinsepError("privacy_loss returned NaN; a loss model must return finite or +-inf")
-    tally.count += size
-    if tally.checks:
-        sums = np.empty(len(tally.checks))
-        squares = np.empty(len(tally.checks))
-        for j, eps in enumerate(tally.checks):
-            x = hockey_stick(xp, loss, eps)
-            sums[j] = float(xp.sum(x))
-            squares[j] = float(xp.sum(x * x))
-        tally.sum_x = tally.sum_x + sums
-        tally.sum_x2 = tally.sum_x2 + squares
-    if bins is not None and tally.histogram is not None:
-        tally.histogram.add_counts(host(xp.bincount(_bin_indices(xp, loss, bins))))

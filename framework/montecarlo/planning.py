@@ -36,6 +36,7 @@ from minsep.framework.validation import check_range
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "ENGINE_BYTES_PER_SAMPLE",
+    "MIN_SIGMA",
     "RunPlan",
     "Stage",
     "available_memory",
@@ -46,6 +47,12 @@ __all__ = [
     "measure_rates",
     "sample_bytes",
 ]
+
+#: The smallest noise multiplier the Monte Carlo engine takes (its runs and its rate probe). The
+#: loss models scale signals by 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that
+#: factor (1e200) times any signal of a realistic run finite. Far below it epsilon is
+#: astronomically large anyway.
+MIN_SIGMA = 1e-100
 
 #: Memory a worker may spend on one chunk unless told otherwise (1 GiB).
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -64,11 +71,6 @@ PROBE_SAMPLE_STEPS = 1 << 21
 PROBE_SECONDS = 0.05
 #: A warm-up this slow is kept as the measurement instead of being repeated (seconds).
 WARM_UP_SECONDS = 1.0
-
-#: The smallest noise multiplier the Monte Carlo engine takes. The loss models scale signals by
-#: 1/sigma^2, which overflows below about 1e-154; 1e-100 keeps that factor (1e200) times any
-#: signal of a realistic run finite. Far below it epsilon is astronomically large anyway.
-MIN_SIGMA = 1e-100
 
 #: Logger of the plans (the CLI prints its INFO records on stderr).
 logger = logging.getLogger("minsep.plan")
