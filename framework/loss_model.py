@@ -13,6 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from minsep.framework.backend import array_path_note
+from minsep.framework.kernel_table import KernelTable
+
 if TYPE_CHECKING:
     from minsep.framework.backend import Backend, RandomSource
 
@@ -68,6 +71,9 @@ class PrivacyLossModel(ABC):
     #: mechanism. The loss L is then over-estimated in both directions, so no delta(eps) is
     #: under-estimated, and ``E[exp(-L)] <= 1`` replaces ``= 1`` (docs/math.md §2.1).
     bounds_ratio: ClassVar[bool] = False
+    #: The compiled entry points by kernel set (:class:`~minsep.framework.kernel_table.
+    #: KernelTable`); empty: the model runs the portable array code everywhere.
+    kernel_table: ClassVar[KernelTable] = KernelTable()
 
     @property
     @abstractmethod
@@ -120,19 +126,24 @@ class PrivacyLossModel(ABC):
         return [self.privacy_loss(transcript, sigma) for sigma in sigmas]
 
     def kernel_set(self, backend: Backend) -> str:
-        """Which code evaluates this model on ``backend`` in this process: ``"numba"``,
-        ``"cuda"`` or ``"array"`` (portable array code: the default for a model without
-        compiled kernels). Monte Carlo results record it."""
-        return "array"
+        """Which code evaluates this model on ``backend`` in this process: ``backend.kernels``
+        (``"numba"``, ``"cuda"``) when :attr:`kernel_table` has entries for it, else
+        ``"array"`` (portable array code). Monte Carlo results record it."""
+        return self.kernel_table.kernel_set(backend.kernels)
 
     def kernel_notes(self, backend: Backend) -> tuple[str, ...]:
-        """Notes for a result computed on ``backend`` (e.g. that a slower path ran, and how to
-        install the fast one). Default: on the array path (:meth:`kernel_set`), one note saying
-        that this model has no compiled kernels and where the kernel interface is described."""
+        """Notes for a result computed on ``backend``: none on a compiled path; on the array
+        path (:meth:`kernel_set`) one note, saying that this model has no compiled kernels and
+        where the kernel interface is described (an empty :attr:`kernel_table`), or why host
+        numpy runs the array code and how to get the compiled one."""
         if self.kernel_set(backend) != "array":
             return ()
-        return (
-            f"loss model {type(self).__name__} has no compiled kernels: it ran on the portable "
-            "array code (docs/adding-a-scheme.md, 'Compiled kernels', describes the hooks a "
-            "model fills for the compiled path)",
-        )
+        if not self.kernel_table.kernel_sets:
+            return (
+                f"loss model {type(self).__name__} has no compiled kernels: it ran on the "
+                "portable array code (docs/adding-a-scheme.md, 'Compiled kernels', describes "
+                "the kernel table a model fills for the compiled path)",
+            )
+        import numpy as np
+
+        return (array_path_note(),) if backend.xp is np else ()

@@ -28,13 +28,13 @@ import numpy as np
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.kernel_table import KernelTable
 from minsep.schemes.b_min_sep.columns import (
     DenseColumns,
     ToeplitzColumns,
     cross_term_budgets,
 )
 from minsep.schemes.kernels.fields import boolean
-from minsep.schemes.kernels.jit import CompiledKernels
 from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
@@ -50,7 +50,7 @@ def _columns(instance: Any, attribute: Any, value: Any) -> None:
 
 
 @attrs.frozen(eq=False)
-class ColumnBoundLossModel(CompiledKernels, PrivacyLossModel):
+class ColumnBoundLossModel(PrivacyLossModel):
     """b-min-sep subsampling with any non-negative C: bounds of ``ln P/Q`` (App. B.1).
 
     ``log_ratio`` returns an **upper** bound of ``ln P(y)/Q(y)`` on REMOVE transcripts and a
@@ -77,6 +77,8 @@ class ColumnBoundLossModel(CompiledKernels, PrivacyLossModel):
     """
 
     bounds_ratio: ClassVar[bool] = True
+    #: The compiled piece is the numba recursion its array code runs.
+    kernel_table: ClassVar[KernelTable] = KernelTable(sets=("numba",))
 
     columns: ToeplitzColumns | DenseColumns = attrs.field(validator=_columns)
     min_sep: int = attrs.field(validator=v.positive_int())

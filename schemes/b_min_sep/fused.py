@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.backend import RandomSource
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep import cpu_kernels
 from minsep.schemes.kernels.blocks import effective_coefficients, tail_norms
 from minsep.schemes.kernels.buffers import reusable
@@ -38,33 +39,34 @@ def _norms(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
 
 def host_b_min_sep(
     values: Any,
-    steps: Any,
-    coefficients: tuple[float, ...],
+    given: Participation,
     sigma: float,
     value_scale: float,
+    coefficients: tuple[float, ...],
     probability: float,
     min_sep: int,
     warm_start: bool,
 ) -> np.ndarray:
     """``ln P/Q`` per row from ``ln(p r_i) = value_scale * values_i + signal_i / sigma^2 + ln p
     - ||c_i||^2 / (2 sigma^2)`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2
-    for dots ``<c_i, y>``); ``steps`` None means no signal (x = 0)."""
+    for dots ``<c_i, y>``); ``given.steps`` None means no signal (x = 0). The ``sparse_ratio``
+    entry of :class:`~minsep.framework.kernel_table.KernelTable`."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty(values.shape[0])
     evaluation = Evaluation.of(coefficients, values.shape[1], sigma, value_scale, probability,
                                min_sep, warm_start)  # fmt: skip
-    evaluation.run(values, _NO_TAPS, _steps_array(steps, values.shape[0]), out)
+    evaluation.run(values, _NO_TAPS, _steps_array(given.steps, values.shape[0]), out)
     return out
 
 
 def host_losses(
     n_samples: int,
     n_steps: int,
-    steps: np.ndarray | None,
-    coefficients: tuple[float, ...],
+    given: Participation,
     rng: RandomSource,
     sigmas: Sequence[float],
     sign: float,
+    coefficients: tuple[float, ...],
     probability: float,
     min_sep: int,
     warm_start: bool,
@@ -75,8 +77,9 @@ def host_losses(
     bit, without holding that transcript (a block stays in the cache between its draw and its
     evaluations). Under the direct correlation the kernel correlates each row in place
     (``taps`` = c); under an FFT plan the block is correlated first
-    (:func:`~minsep.schemes.kernels.fused.noise_blocks`)."""
-    steps_arr = _steps_array(steps, n_samples)
+    (:func:`~minsep.schemes.kernels.fused.noise_blocks`). The ``losses`` entry of
+    :class:`~minsep.framework.kernel_table.KernelTable` (``given.steps``: the participation)."""
+    steps_arr = _steps_array(given.steps, n_samples)
     outs = [np.empty(n_samples) for _ in sigmas]
     taps = effective_coefficients(coefficients, n_steps)
     plan = noise_plan(n_steps, int(taps.size))

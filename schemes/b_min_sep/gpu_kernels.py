@@ -159,10 +159,10 @@ def device_noise(
 
 def device_b_min_sep(
     values: Any,
-    steps: Any,
-    coefficients: tuple[float, ...],
+    given: Any,
     sigma: float,
     value_scale: float,
+    coefficients: tuple[float, ...],
     probability: float,
     min_sep: int,
     warm_start: bool,
@@ -176,10 +176,10 @@ def device_b_min_sep(
     values = values if values.dtype == cp.float64 else values.astype(cp.float64)
     item = values.itemsize
     stride_s, stride_i = values.strides[0] // item, values.strides[1] // item
-    if steps is None:
+    if given.steps is None:
         steps_arr = cp.zeros((rows, 1), dtype=cp.int32) + n  # one sentinel column
     else:
-        steps_arr = cp.ascontiguousarray(steps, dtype=cp.int32)
+        steps_arr = cp.ascontiguousarray(given.steps, dtype=cp.int32)
     m = int(steps_arr.shape[1])
     table_host = signal_table(coefficients, n)
     table = cp.asarray(table_host)

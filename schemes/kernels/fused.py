@@ -34,13 +34,12 @@ argue away, so it is not done.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from minsep.framework.backend import RandomSource
 from minsep.schemes.kernels import correlation, sfc64
-from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
+from minsep.schemes.kernels.blocks import effective_coefficients
 from minsep.schemes.kernels.buffers import reusable
 
 #: The crossover of the deterministic rule (``MINSEP_CORRELATION=fixed``); by default the
@@ -136,19 +135,3 @@ def drawn_blocks(
         else:
             block = np.asarray(getattr(rng, draw)((size, n_steps)), dtype=np.float64)
         yield start, block
-
-
-def correlated_noise(
-    n_samples: int,
-    n_steps: int,
-    coefficients: tuple[float, ...],
-    rng: RandomSource,
-    xp: Any,
-    *,
-    kernels: str,
-) -> Any:
-    """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))``: :func:`host_noise`
-    under the ``"numba"`` kernel set, else the portable array code (same stream, same values)."""
-    if kernels == "numba":
-        return host_noise(n_samples, n_steps, coefficients, rng)
-    return sliding_dot(rng.standard_normal((n_samples, n_steps)), coefficients, xp)

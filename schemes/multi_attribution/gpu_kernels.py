@@ -125,17 +125,19 @@ def terms(log_weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 def device_multi_attribution(
     values: Any,
-    signal: Any,
-    coefficients: tuple[float, ...],
+    given: Any,
     sigma: float,
     value_scale: float,
+    coefficients: tuple[float, ...],
     log_weights: tuple[float, ...],
     min_sep: int,
 ) -> Any:  # pragma: no cover - needs a GPU
     """``ln P/Q`` per row on the GPU from ``x_i = value_scale * values_i + signal_i /
-    sigma^2`` (``signal`` None: no signal); ``log_weights[j] = ln Pr[Binomial(k_u, p) = j]``."""
+    sigma^2`` (``given.signal`` None: no signal); ``log_weights[j] = ln Pr[Binomial(k_u, p) =
+    j]``."""
     import cupy as cp
 
+    signal = given.signal
     rows, n = int(values.shape[0]), int(values.shape[1])
     values = values if values.dtype == cp.float64 else values.astype(cp.float64)
     item = values.itemsize

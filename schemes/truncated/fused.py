@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 
 from minsep.framework.backend import Backend, RandomSource
-from minsep.framework.interfaces import Direction
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels import sfc64
 from minsep.schemes.kernels.blocks import tail_norms
@@ -162,12 +162,10 @@ def _host_counts(counts: Any) -> np.ndarray:
 
 def host_truncated(
     values: Any,
-    steps: Any,
-    weights: Any,
-    counts: Any,
-    coefficients: tuple[float, ...],
+    given: Participation,
     sigma: float,
     value_scale: float,
+    coefficients: tuple[float, ...],
     probability: float,
     min_sep: int,
     warm_start: bool,
@@ -175,46 +173,44 @@ def host_truncated(
 ) -> np.ndarray:
     """``ln P(y|r)/Q(y|r)`` per row from ``x_i = value_scale * values_i + <c_i, C x> /
     sigma^2`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i,
-    y>``); ``steps`` None means a dense signal already in ``values``."""
+    y>``) and the counts ``given.counts``; ``given.steps`` None means a dense signal already
+    in ``values``, else x there is ``given.weights``."""
     values = host_array(values, np.float64)
     n_samples, n = values.shape
-    if steps is None:
+    if given.steps is None:
         steps_arr = np.empty((n_samples, 0), dtype=np.int32)
         weights_arr = np.empty((n_samples, 0))
     else:
-        steps_arr = host_array(steps, np.int32)
-        weights_arr = host_array(weights, np.float64)
+        steps_arr = host_array(given.steps, np.int32)
+        weights_arr = host_array(given.weights, np.float64)
     out = np.empty(n_samples)
     evaluation = Evaluation.of(coefficients, n, sigma, value_scale, probability, min_sep,
                                warm_start, max_batch_size)  # fmt: skip
-    evaluation.run(values, steps_arr, weights_arr, _host_counts(counts), out)
+    evaluation.run(values, steps_arr, weights_arr, _host_counts(given.counts), out)
     return out
 
 
 def host_losses(
     n_samples: int,
-    direction: Direction,
-    coefficients: tuple[float, ...],
     n_steps: int,
+    given: Participation,
+    rng: RandomSource,
+    sigmas: Sequence[float],
+    sign: float,
+    coefficients: tuple[float, ...],
     probability: float,
     min_sep: int,
     warm_start: bool,
-    dataset_size: int,
     max_batch_size: int,
-    rng: RandomSource,
-    backend: Backend,
-    sigmas: Sequence[float],
 ) -> list[np.ndarray]:
     """``sign * ln P(y|r)/Q(y|r)`` at every sigma, each block of noise evaluated right after it
     is correlated: the values of :func:`host_truncated` on the transcript of
     :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.draw` (the pattern and
-    counts first, then :func:`~minsep.schemes.kernels.fused.noise_blocks`: the same stream, bit
-    for bit), without writing and reading back the ``8 n`` bytes per sample of noise."""
-    steps, weights, counts = host_pattern(
-        n_samples, n_steps, probability, min_sep, warm_start, dataset_size, max_batch_size,
-        direction is Direction.REMOVE, rng, backend,
-    )  # fmt: skip
-    counts = _host_counts(counts)
+    counts ``given`` first, from :func:`host_pattern`, then
+    :func:`~minsep.schemes.kernels.fused.noise_blocks`: the same stream, bit for bit), without
+    writing and reading back the ``8 n`` bytes per sample of noise."""
+    steps, weights = given.steps, given.weights
+    counts = _host_counts(given.counts)
     outs = [np.empty(n_samples) for _ in sigmas]
     settings = (probability, min_sep, warm_start, max_batch_size)
     evaluations = [
@@ -225,7 +221,7 @@ def host_losses(
         for out, evaluation in zip(outs, evaluations, strict=True):
             evaluation.run(block, steps[rows], weights[rows], counts[rows], out[rows])
     for out in outs:
-        np.multiply(out, direction.sign, out=out)  # as Direction.sign * ln P/Q
+        np.multiply(out, sign, out=out)  # as Direction.sign * ln P/Q
     return outs
 
 

@@ -143,20 +143,21 @@ def _kernel() -> Any:  # pragma: no cover - needs a GPU
 
 def device_truncated(
     values: Any,
-    signal: Any,
-    counts: Any,
-    coefficients: tuple[float, ...],
+    given: Any,
     sigma: float,
     value_scale: float,
+    coefficients: tuple[float, ...],
     probability: float,
     min_sep: int,
     warm_start: bool,
     max_batch_size: int,
 ) -> Any:  # pragma: no cover - needs a GPU
     """``ln P(y|r)/Q(y|r)`` per row on the GPU from ``x_i = value_scale * values_i + signal_i
-    / sigma^2`` (``signal`` None: no signal) and the counts r."""
+    / sigma^2`` (``signal = given.signal``; None: no signal) and the counts ``r =
+    given.counts``."""
     import cupy as cp
 
+    signal = given.signal
     rows, n = int(values.shape[0]), int(values.shape[1])
     values = values if values.dtype == cp.float64 else values.astype(cp.float64)
     has_signal = signal is not None
@@ -164,7 +165,7 @@ def device_truncated(
         signal = signal if signal.dtype == cp.float64 else signal.astype(cp.float64)
     else:
         signal = values  # not read
-    counts = cp.asarray(counts, dtype=cp.int64)
+    counts = cp.asarray(given.counts, dtype=cp.int64)
     inv_s2 = 1.0 / (sigma * sigma)
     half_norms = cp.asarray((0.5 * inv_s2) * tail_norms(coefficients, n))
     q = 1.0 - probability
