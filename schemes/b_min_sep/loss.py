@@ -11,7 +11,6 @@ start, Algorithm 2). b = 1 with C = I is Poisson sampling: P/Q = prod_i (1 - p +
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import attrs
@@ -31,12 +30,8 @@ from minsep.schemes.kernels.fields import (
 )
 from minsep.schemes.kernels.fused import host_noise
 from minsep.schemes.kernels.model import BlockLossModel
-from minsep.schemes.kernels.recursion import (
-    backward_log_recursion,
-    log_or_neg_inf,
-    warm_start_average,
-)
-from minsep.schemes.kernels.sampling import chain_steps, steps_to_pattern
+from minsep.schemes.kernels.recursion import chain_log_ratio
+from minsep.schemes.kernels.sampling import model_chain_steps, steps_to_pattern
 
 
 def b_min_sep_log_ratio(
@@ -51,10 +46,7 @@ def b_min_sep_log_ratio(
     """The log-ratio kernel: ``ln P/Q`` per sample from ``dots[:, i] = <c_i, y>`` and the tail
     norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``); portable array code."""
     log_block = (dots - 0.5 * norms) / sigma**2
-    log_go = math.log(probability) + log_block
-    log_stay = log_or_neg_inf(1.0 - probability)
-    g = backward_log_recursion(log_go, log_stay, min_sep, xp, kernels="array")
-    return warm_start_average(g, probability, xp) if warm_start else g[0]
+    return chain_log_ratio(log_block, probability, min_sep, warm_start, xp, kernels="array")
 
 
 @attrs.frozen
@@ -100,16 +92,7 @@ class BMinSepLossModel(BlockLossModel):
     def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
         (ascending, then padded with n): :func:`~minsep.schemes.kernels.sampling.chain_steps`."""
-        return chain_steps(
-            n_samples,
-            self.n_steps,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            rng,
-            backend.xp,
-            kernels=backend.kernels,
-        )
+        return model_chain_steps(self, n_samples, rng, backend)
 
     def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation patterns x of the sensitive example, bool ``(n_samples, n)`` (the

@@ -23,7 +23,6 @@ warm-start average being applied to P/R and Q/R separately before the ratio (App
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import attrs
@@ -40,12 +39,8 @@ from minsep.schemes.kernels.fields import (
 )
 from minsep.schemes.kernels.fused import host_noise
 from minsep.schemes.kernels.model import BlockLossModel
-from minsep.schemes.kernels.recursion import (
-    backward_log_recursion,
-    log_or_neg_inf,
-    warm_start_average,
-)
-from minsep.schemes.kernels.sampling import chain_steps, host_generator, steps_to_pattern
+from minsep.schemes.kernels.recursion import chain_log_ratio
+from minsep.schemes.kernels.sampling import host_generator, model_chain_steps, steps_to_pattern
 from minsep.schemes.kernels.transcript import BlockTranscript, TruncatedTranscript
 from minsep.schemes.truncated import gpu_kernels
 from minsep.schemes.truncated.counts import table_counts
@@ -107,12 +102,9 @@ def truncated_log_ratio(
         xp.logaddexp(log_keep - scaled_dots - 0.5 * scaled_norms, log_drop),
         0.0,
     )
-    log_stay, log_p = log_or_neg_inf(1.0 - probability), math.log(probability)
-    g_p = backward_log_recursion(log_p + log_p_block, log_stay, min_sep, xp, kernels=kernels)
-    g_q = backward_log_recursion(log_p + log_q_block, log_stay, min_sep, xp, kernels=kernels)
-    if warm_start:
-        return warm_start_average(g_p, probability, xp) - warm_start_average(g_q, probability, xp)
-    return g_p[0] - g_q[0]
+    settings = (probability, min_sep, warm_start, xp)
+    log_p = chain_log_ratio(log_p_block, *settings, kernels=kernels)
+    return log_p - chain_log_ratio(log_q_block, *settings, kernels=kernels)
 
 
 @attrs.frozen
@@ -192,16 +184,7 @@ class TruncatedBMinSepLossModel(BlockLossModel):
         then ``S x ceil(n / b)`` survival coins, coin j deciding at the j-th participation
         (a coin per participation slot: the coins of distinct steps are independent)."""
         xp = backend.xp
-        steps = chain_steps(
-            n_samples,
-            self.n_steps,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            rng,
-            xp,
-            kernels=backend.kernels,
-        )
+        steps = model_chain_steps(self, n_samples, rng, backend)
         sampled = steps_to_pattern(steps, self.n_steps, xp)
         counts = self.counts(n_samples, rng, backend)
         truncating = counts >= self.max_batch_size
