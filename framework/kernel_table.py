@@ -46,21 +46,21 @@ def _table(value: Mapping[str, Entry]) -> dict[str, Entry]:
 class KernelTable:
     """The compiled entry points of a loss model, keyed by kernel set (module docstring).
 
-    ``arguments`` below is the model's ``kernel_arguments()`` tuple, ``given`` a
+    ``model`` below is the loss model itself (an entry reads its parameters there), ``given`` a
     :class:`Participation`, ``values`` float64 ``(S, n)``: the noise correlations ``<c_i, z>``
     with ``value_scale = 1/sigma``, or the dots ``<c_i, y>`` with ``value_scale = 1/sigma^2``.
 
     Attributes:
         noise: ``noise[k](n_samples, n_steps, coefficients, rng)``: ``<c_i, z>`` for ``z =
             rng.standard_normal((n_samples, n_steps))``, the same stream as the array code.
-        sparse_ratio: ``sparse_ratio[k](values, given, sigma, value_scale, *arguments)``:
+        sparse_ratio: ``sparse_ratio[k](values, given, sigma, value_scale, model)``:
             ``ln P/Q`` per row, the signal read from ``given.steps``/``given.weights`` (None:
             no signal). Its set draws the participation sparsely.
-        dense_ratio: ``dense_ratio[k](values, given, sigma, value_scale, *arguments)``, the
+        dense_ratio: ``dense_ratio[k](values, given, sigma, value_scale, model)``, the
             signal read from the dense ``given.signal`` (None: no signal).
-        losses: ``losses[k](n_samples, n_steps, given, rng, sigmas, sign, *arguments)``: the
-            losses ``sign * ln P/Q`` at every sigma of one draw whose participation is
-            ``given`` (drawn sparsely), the noise drawn and evaluated block by block.
+        losses: ``losses[k](n_samples, given, rng, sigmas, model)``: ``ln P/Q`` at every
+            sigma of one draw whose participation is ``given`` (drawn sparsely), the noise
+            drawn and evaluated block by block.
         sets: further sets on which the array code itself runs compiled pieces (a model whose
             only kernel is the numba recursion).
     """

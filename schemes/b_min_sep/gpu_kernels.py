@@ -146,20 +146,15 @@ def device_noise(
 
 
 def device_b_min_sep(
-    values: Any,
-    given: Any,
-    sigma: float,
-    value_scale: float,
-    coefficients: tuple[float, ...],
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
+    values: Any, given: Any, sigma: float, value_scale: float, model: Any
 ) -> Any:  # pragma: no cover - needs a GPU
     """The cupy twin of :func:`~minsep.schemes.kernels.fused.host_b_min_sep` (same arguments)."""
     import cupy as cp
 
     from minsep.schemes.b_min_sep.fused import _norms, signal_table
 
+    coefficients, probability = model.coefficients, model.probability
+    min_sep, warm_start = model.min_sep, model.warm_start
     rows, n = int(values.shape[0]), int(values.shape[1])
     if given.steps is None:
         steps_arr = cp.zeros((rows, 1), dtype=cp.int32) + n  # one sentinel column

@@ -142,10 +142,6 @@ class BMinSepLossModel(BlockLossModel):
             return self.transcript_bytes(1, direction, backend) + 8 * n
         return 8 * n * (8 if direction is Direction.REMOVE else 5)
 
-    def kernel_arguments(self) -> tuple[Any, ...]:
-        """``(c, p, b, warm start)`` (:func:`~.fused.host_b_min_sep`'s parameters)."""
-        return (self.coefficients, self.probability, self.min_sep, self.warm_start)
-
     def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
         """:func:`b_min_sep_log_ratio` (the array code)."""
         return b_min_sep_log_ratio(

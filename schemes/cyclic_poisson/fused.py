@@ -37,17 +37,13 @@ def host_phase_steps(
 
 
 def host_random_phase(
-    values: Any,
-    given: Participation,
-    sigma: float,
-    value_scale: float,
-    coefficients: tuple[float, ...],
-    rate: float,
-    groups: int,
+    values: Any, given: Participation, sigma: float, value_scale: float, model: Any
 ) -> np.ndarray:
     """``ln P/Q`` per row from ``x_i = value_scale * values_i + <c_i, C x> / sigma^2 - ||c_i||^2
     / (2 sigma^2)`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i,
-    y>``); ``given.steps`` None means no signal (x = 0, or a signal already in ``values``)."""
+    y>``); ``given.steps`` None means no signal (x = 0, or a signal already in ``values``).
+    ``model``: the random-phase loss model (its coefficients, group_rate and groups)."""
+    coefficients, rate, groups = model.coefficients, model.group_rate, model.groups
     values = host_array(values, np.float64)
     n_samples, n = values.shape
     steps = given.steps

@@ -118,10 +118,6 @@ class RandomPhaseCyclicLossModel(BlockLossModel):
         pattern = self.participation(samples, rng, backend)
         return Participation(signal=self.signal_of(pattern, backend.xp))
 
-    def kernel_arguments(self) -> tuple[Any, ...]:
-        """``(c, q, b)`` (:func:`~.fused.host_random_phase`'s parameters)."""
-        return (self.coefficients, self.group_rate, self.groups)
-
     def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
         """:func:`random_phase_log_ratio` (the array code)."""
         return random_phase_log_ratio(

@@ -33,7 +33,7 @@ argue away, so it is not done.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -102,6 +102,23 @@ def noise_blocks(
             target = block[: z.shape[0]]
         method.run(z, c, target)
         yield start, target
+
+
+def blockwise_losses(
+    n_samples: int,
+    blocks: Iterable[tuple[int, np.ndarray]],
+    evaluate: Callable[[int, np.ndarray, slice, np.ndarray], None],
+    count: int,
+) -> list[np.ndarray]:
+    """``ln P/Q`` at ``count`` sigmas, each block of a draw evaluated right after it is drawn:
+    ``evaluate(k, block, rows, out)`` writes sigma k's values of the rows ``rows`` into ``out``
+    (what the fused ``losses`` entries share)."""
+    outs = [np.empty(n_samples) for _ in range(count)]
+    for start, block in blocks:
+        rows = slice(start, start + block.shape[0])
+        for k, out in enumerate(outs):
+            evaluate(k, block, rows, out[rows])
+    return outs
 
 
 def noise_plan(n_steps: int, bands: int) -> correlation.Plan:

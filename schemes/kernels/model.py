@@ -4,10 +4,10 @@ Every family's ``ln P/Q`` is a function of the column dot products ``<c_i, y>`` 
 §2): with ``y = C x + sigma z``, ``<c_i, y> = signal_i + sigma noise_i``, the signal fixed by
 the sensitive unit's participation and the noise ``<c_i, z>`` by the normals. A family supplies
 its participation draw (:meth:`BlockLossModel.participation_draw`), its ratio from the dot
-products (:meth:`BlockLossModel.ratio`), the arguments of its compiled entries
-(:meth:`BlockLossModel.kernel_arguments`) and its :class:`~minsep.framework.kernel_table.
-KernelTable`; :class:`BlockLossModel` draws the transcript, evaluates it and fuses the two,
-dispatching through the table only.
+products (:meth:`BlockLossModel.ratio`) and its :class:`~minsep.framework.kernel_table.
+KernelTable` of compiled entries (each given the model, to read its parameters);
+:class:`BlockLossModel` draws the transcript, evaluates it and fuses the two, dispatching
+through the table only.
 """
 
 from __future__ import annotations
@@ -48,10 +48,6 @@ class BlockLossModel(PrivacyLossModel):
     def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
         """``ln P/Q`` per row from ``dots[:, i] = <c_i, y>`` (float64 ``(S, n)``; the columns
         of :meth:`columns`) and the public part of ``given``: the portable array code."""
-
-    def kernel_arguments(self) -> tuple[Any, ...]:
-        """The model's parameters as its compiled entries take them (after ``value_scale``)."""
-        return ()
 
     def columns(self, values: Any, xp: Any) -> Any:
         """The per-step values ``(S, n)`` as the columns :meth:`ratio` reads (default: as
@@ -106,7 +102,7 @@ class BlockLossModel(PrivacyLossModel):
         if entry is not None:
             given = Participation(stored, transcript.steps, transcript.step_weights,
                                   transcript.counts)  # fmt: skip
-            return entry(transcript.noise, given, sigma, 1.0 / sigma, *self.kernel_arguments())
+            return entry(transcript.noise, given, sigma, 1.0 / sigma, self)
         dots = sigma * transcript.noise
         signal = transcript.signal
         if signal is not None:
@@ -128,7 +124,7 @@ class BlockLossModel(PrivacyLossModel):
         kernels = self.kernel_table.kernel_set(kernels or default_kernels(xp))
         entry = self.kernel_table.ratio(kernels, dense_signal=False)
         if entry is not None:
-            return entry(dots, given, sigma, 1.0 / sigma**2, *self.kernel_arguments())
+            return entry(dots, given, sigma, 1.0 / sigma**2, self)
         return self.ratio(dots, given, sigma, xp, kernels)
 
     def privacy_losses(
@@ -148,6 +144,5 @@ class BlockLossModel(PrivacyLossModel):
             return super().privacy_losses(n_samples, direction, rng, backend, sigmas)
         sparse = kernels in self.kernel_table.sparse_ratio
         given = self.participation_draw(n_samples, direction, rng, backend, sparse)
-        arguments = self.kernel_arguments()
-        losses = entry(n_samples, self.n_steps, given, rng, sigmas, direction.sign, *arguments)
-        return list(losses)
+        losses = entry(n_samples, given, rng, sigmas, self)
+        return [direction.sign * loss for loss in losses]

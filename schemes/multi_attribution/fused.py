@@ -82,18 +82,14 @@ def direct_coefficients(
 
 
 def host_multi_attribution(
-    values: Any,
-    given: Participation,
-    sigma: float,
-    value_scale: float,
-    coefficients: tuple[float, ...],
-    log_weights: tuple[float, ...],
-    min_sep: int,
+    values: Any, given: Participation, sigma: float, value_scale: float, model: Any
 ) -> np.ndarray:
     """``ln P/Q`` per row from ``x_i = value_scale * values_i + <c_i, C x> / sigma^2``
     (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i, y>``);
     ``given.steps`` None means no signal (x = 0), else ``given.weights`` holds the user's
-    counts there; ``log_weights[j] = ln Pr[Binomial(k_u, p) = j]``."""
+    counts there. ``model``: the multi-attribution loss model (its coefficients, min_sep and
+    ``log_weights()``, ``ln Pr[Binomial(k_u, p) = j]`` for j = 0..k_u)."""
+    coefficients, log_weights, min_sep = model.coefficients, model.log_weights(), model.min_sep
     values = host_array(values, np.float64)
     n_samples, n = values.shape
     if given.steps is None:

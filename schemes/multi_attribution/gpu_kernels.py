@@ -111,19 +111,14 @@ def terms(log_weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def device_multi_attribution(
-    values: Any,
-    given: Any,
-    sigma: float,
-    value_scale: float,
-    coefficients: tuple[float, ...],
-    log_weights: tuple[float, ...],
-    min_sep: int,
+    values: Any, given: Any, sigma: float, value_scale: float, model: Any
 ) -> Any:  # pragma: no cover - needs a GPU
     """``ln P/Q`` per row on the GPU from ``x_i = value_scale * values_i + signal_i /
-    sigma^2`` (``given.signal`` None: no signal); ``log_weights[j] = ln Pr[Binomial(k_u, p) =
-    j]``."""
+    sigma^2`` (``given.signal`` None: no signal), for ``model`` as
+    :func:`~.fused.host_multi_attribution` reads it."""
     import cupy as cp
 
+    coefficients, log_weights, min_sep = model.coefficients, model.log_weights(), model.min_sep
     rows, n = int(values.shape[0]), int(values.shape[1])
     values_rows = gpu.float64_rows(values, cp)
     signal_rows = gpu.signal_rows(given.signal, values_rows[0], cp)

@@ -191,10 +191,9 @@ class MultiAttributionLossModel(BlockLossModel):
         x = self._participation(samples, rng, backend)
         return Participation(signal=self.signal_of(x, backend.xp))
 
-    def kernel_arguments(self) -> tuple[Any, ...]:
-        """``(c, ln Pr[Binomial(k_u, p) = j] for j = 0..k_u, b)`` (the compiled entries')."""
-        weights = binomial_log_weights(self.max_user_examples, self.probability)
-        return (self.coefficients, tuple(weights), self.min_sep)
+    def log_weights(self) -> tuple[float, ...]:
+        """``ln Pr[Binomial(k_u, p) = j]`` for j = 0..k_u (the compiled entries read them)."""
+        return tuple(binomial_log_weights(self.max_user_examples, self.probability))
 
     def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
         """:func:`multi_attribution_log_ratio` (the array code)."""

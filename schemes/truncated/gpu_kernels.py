@@ -129,21 +129,15 @@ extern "C" __global__ void minsep_truncated(
 
 
 def device_truncated(
-    values: Any,
-    given: Any,
-    sigma: float,
-    value_scale: float,
-    coefficients: tuple[float, ...],
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
-    max_batch_size: int,
+    values: Any, given: Any, sigma: float, value_scale: float, model: Any
 ) -> Any:  # pragma: no cover - needs a GPU
     """``ln P(y|r)/Q(y|r)`` per row on the GPU from ``x_i = value_scale * values_i + signal_i
     / sigma^2`` (``signal = given.signal``; None: no signal) and the counts ``r =
     given.counts``."""
     import cupy as cp
 
+    coefficients, probability, min_sep = model.coefficients, model.probability, model.min_sep
+    warm_start, max_batch_size = model.warm_start, model.max_batch_size
     rows, n = int(values.shape[0]), int(values.shape[1])
     values_rows = gpu.float64_rows(values, cp)
     signal_rows = gpu.signal_rows(given.signal, values_rows[0], cp)

@@ -233,16 +233,6 @@ class TruncatedBMinSepLossModel(BlockLossModel):
         x, counts = self.participation(samples, direction, rng, backend)
         return Participation(signal=self.signal_of(x, backend.xp), counts=counts)
 
-    def kernel_arguments(self) -> tuple[Any, ...]:
-        """``(c, p, b, warm start, B_max)`` (the compiled entries' parameters)."""
-        return (
-            self.coefficients,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            self.max_batch_size,
-        )
-
     def log_ratio_at(  # type: ignore[override]
         self, outputs: Any, counts: Any, sigma: float, xp: Any, kernels: str | None = None
     ) -> Any:

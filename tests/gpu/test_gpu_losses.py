@@ -51,8 +51,7 @@ def test_cuda_kernel_matches_the_host_kernels(case: tuple[Any, ...], direction: 
     steps = None if transcript.steps is None else cupy.asnumpy(transcript.steps)
     for sigma in (0.02, 0.3, 1.0, 8.0):
         got = cupy.asnumpy(model.log_ratio(transcript, sigma))
-        want = host_b_min_sep(noise, Participation(steps=steps), sigma, 1 / sigma,
-                              *model.kernel_arguments())  # fmt: skip
+        want = host_b_min_sep(noise, Participation(steps=steps), sigma, 1 / sigma, model)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 

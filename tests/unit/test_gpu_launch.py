@@ -15,15 +15,18 @@ from minsep.schemes.kernels import gpu
 def test_launch_covers_every_row_once_in_bounded_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gpu, "RING_BYTES", 8 * 3 * 7)  # 7 rows of 3 ring values per launch
     launches: list[tuple[int, int, int, int]] = []
+    seen = np.zeros(30, dtype=np.int64)
 
     def kernel(grid: tuple[int], block: tuple[int], args: tuple[Any, ...]) -> None:
         scale, out, row0, count, ring = args
         launches.append((grid[0], int(row0), int(count), ring.size))
         assert block == (gpu.THREADS,) and grid[0] * gpu.THREADS >= count
-        out[row0 : row0 + count] += scale * np.arange(row0, row0 + count) + 1.0
+        out[row0 : row0 + count] = scale * np.arange(row0, row0 + count) + 1.0
+        seen[row0 : row0 + count] += 1
 
     out = gpu.launch(kernel, 30, 3, (2.0,), np)
     np.testing.assert_array_equal(out, 2.0 * np.arange(30) + 1.0)
+    np.testing.assert_array_equal(seen, 1)
     assert [(row0, count) for _, row0, count, _ in launches] == [
         (0, 7), (7, 7), (14, 7), (21, 7), (28, 2)
     ]  # fmt: skip

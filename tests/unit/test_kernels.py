@@ -298,7 +298,7 @@ def test_a_row_does_not_depend_on_its_group(rows: int) -> None:
     for s in range(rows):
         alone = b_min_sep_fused.host_b_min_sep(
             transcript.noise[s : s + 1], Participation(steps=transcript.steps[s : s + 1]), 0.7,
-            1 / 0.7, *model.kernel_arguments(),
+            1 / 0.7, model,
         )  # fmt: skip
         assert alone[0] == together[s]
 
