@@ -7,6 +7,8 @@ and is imported inside the hook body, so that building and sampling schemes neve
 
 from __future__ import annotations
 
+from typing import Any
+
 from minsep.framework.errors import NotAccountableError
 from minsep.framework.interfaces import SamplingScheme, Strategy
 from minsep.framework.validation import check_range
@@ -30,6 +32,11 @@ def require_bands_at_most(
             f"scheme {scheme.name!r} cannot be accounted with a {bands}-band strategy: "
             f"needs bands <= {what} ({why})"
         )
+
+
+def require_bands_within_min_sep(scheme: Any, strategy: Strategy, why: str) -> None:
+    """:func:`require_bands_at_most` with the scheme's ``min_sep`` as the limit."""
+    require_bands_at_most(scheme, strategy, scheme.min_sep, f"min_sep = {scheme.min_sep}", why)
 
 
 def require_sigma(sigma: float, owner: str) -> float:

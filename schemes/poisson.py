@@ -82,13 +82,18 @@ class Poisson(SchemeBase):
         from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 
         model: PrivacyLossModel = BMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=1,
-            probability=self.rate,
-            warm_start=False,
+            coefficients=acc.coefficients(strategy), **self._chain()
         )
         return model
+
+    def _chain(self) -> dict[str, Any]:
+        """The loss models' chain fields: b = 1 at probability p0, cold start."""
+        return {
+            "n_steps": self.n_steps,
+            "min_sep": 1,
+            "probability": self.rate,
+            "warm_start": False,
+        }
 
     def dp_event(self, strategy: Strategy, sigma: float) -> DpEvent:
         """n-fold composition of the Poisson(p0)-subsampled Gaussian(sigma); one band."""
@@ -110,10 +115,7 @@ class Poisson(SchemeBase):
 
         model: PrivacyLossModel = TruncatedBMinSepLossModel(
             coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=1,
-            probability=self.rate,
-            warm_start=False,
+            **self._chain(),
             dataset_size=dataset_size,
             max_batch_size=max_batch_size,
         )

@@ -15,23 +15,16 @@ from typing import Any, ClassVar
 
 import attrs
 
-from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.kernel_table import KernelTable, Participation
 from minsep.framework.loss_model import Direction
 from minsep.framework.participation import ParticipationChain
 from minsep.schemes.b_min_sep import gpu_kernels
 from minsep.schemes.b_min_sep.fused import host_b_min_sep, host_losses
-from minsep.schemes.kernels.fields import (
-    as_coefficients,
-    boolean,
-    check_bands_fit,
-    coefficients_validator,
-)
 from minsep.schemes.kernels.fused import host_noise
-from minsep.schemes.kernels.model import BlockLossModel
+from minsep.schemes.kernels.model import ChainLossModel
 from minsep.schemes.kernels.recursion import chain_log_ratio
-from minsep.schemes.kernels.sampling import model_chain_steps, steps_to_pattern
+from minsep.schemes.kernels.sampling import steps_to_pattern
 
 
 def b_min_sep_log_ratio(
@@ -50,7 +43,7 @@ def b_min_sep_log_ratio(
 
 
 @attrs.frozen
-class BMinSepLossModel(BlockLossModel):
+class BMinSepLossModel(ChainLossModel):
     """Dominating pair of b-min-sep subsampling with b-banded Toeplitz C (Theorem 5.1).
 
     Attributes:
@@ -77,22 +70,6 @@ class BMinSepLossModel(BlockLossModel):
         sparse_ratio={"numba": host_b_min_sep, "cuda": gpu_kernels.device_b_min_sep},
         losses={"numba": host_losses},
     )
-
-    coefficients: tuple[float, ...] = attrs.field(
-        converter=as_coefficients, validator=coefficients_validator
-    )
-    n_steps: int = attrs.field(validator=v.positive_int())
-    min_sep: int = attrs.field(validator=v.positive_int())
-    probability: float = attrs.field(validator=v.probability())
-    warm_start: bool = attrs.field(validator=boolean)
-
-    def __attrs_post_init__(self) -> None:
-        check_bands_fit(self, self.coefficients, self.min_sep)
-
-    def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
-        """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
-        (ascending, then padded with n): :func:`~minsep.schemes.kernels.sampling.chain_steps`."""
-        return model_chain_steps(self, n_samples, rng, backend)
 
     def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation patterns x of the sensitive example, bool ``(n_samples, n)`` (the

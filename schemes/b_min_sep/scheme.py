@@ -201,13 +201,8 @@ class BMinSep(SchemeBase):
     # -- accounting -------------------------------------------------------------------------
 
     def _require_bands(self, strategy: Strategy) -> None:
-        acc.require_bands_at_most(
-            self,
-            strategy,
-            self.min_sep,
-            f"min_sep = {self.min_sep}",
-            "the recursion of Theorem 5.1 needs disjoint blocks",
-        )
+        why = "the recursion of Theorem 5.1 needs disjoint blocks"
+        acc.require_bands_within_min_sep(self, strategy, why)
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b.
@@ -221,13 +216,18 @@ class BMinSep(SchemeBase):
         from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 
         model: PrivacyLossModel = BMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=self.min_sep,
-            probability=self.probability,
-            warm_start=self.warm_start,
+            coefficients=acc.coefficients(strategy), **self._chain()
         )
         return model
+
+    def _chain(self) -> dict[str, Any]:
+        """The loss models' fields of the sensitive example's availability chain."""
+        return {
+            "n_steps": self.n_steps,
+            "min_sep": self.min_sep,
+            "probability": self.probability,
+            "warm_start": self.warm_start,
+        }
 
     def _column_bound_model(self, strategy: Strategy) -> PrivacyLossModel:
         from minsep.schemes.b_min_sep.column_bound import ColumnBoundLossModel
@@ -250,10 +250,7 @@ class BMinSep(SchemeBase):
 
         model: PrivacyLossModel = TruncatedBMinSepLossModel(
             coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=self.min_sep,
-            probability=self.probability,
-            warm_start=self.warm_start,
+            **self._chain(),
             dataset_size=dataset_size,
             max_batch_size=max_batch_size,
         )

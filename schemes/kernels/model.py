@@ -16,10 +16,20 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import attrs
+
+from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.kernel_table import Participation
 from minsep.framework.loss_model import Direction, PrivacyLossModel
 from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.fields import (
+    as_coefficients,
+    boolean,
+    check_bands_fit,
+    coefficients_validator,
+)
+from minsep.schemes.kernels.sampling import model_chain_steps
 from minsep.schemes.kernels.transcript import BlockTranscript
 
 
@@ -82,16 +92,11 @@ class BlockLossModel(PrivacyLossModel):
         kernels = self.kernel_set(backend)
         sparse = kernels in self.kernel_table.sparse_ratio
         given = self.participation_draw(n_samples, direction, rng, backend, sparse)
+        noise = self.columns(self.noise(n_samples, rng, backend), backend.xp)
+        parts = attrs.asdict(given, recurse=False)  # signal, steps, weights and counts
+        parts["step_weights"] = parts.pop("weights")
         return self.transcript_type(
-            direction=direction,
-            xp=backend.xp,
-            noise=self.columns(self.noise(n_samples, rng, backend), backend.xp),
-            signal=given.signal,
-            steps=given.steps,
-            step_weights=given.weights,
-            counts=given.counts,
-            coefficients=self.coefficients,
-            kernels=kernels,
+            direction, backend.xp, noise, kernels=kernels, coefficients=self.coefficients, **parts
         )
 
     def log_ratio(self, transcript: Any, sigma: float) -> Any:
@@ -146,3 +151,33 @@ class BlockLossModel(PrivacyLossModel):
         given = self.participation_draw(n_samples, direction, rng, backend, sparse)
         losses = entry(n_samples, given, rng, sigmas, self)
         return [direction.sign * loss for loss in losses]
+
+
+@attrs.frozen
+class ChainLossModel(BlockLossModel):
+    """A block model of the b-min-sep availability chain (docs/math.md §3): the fields of
+    Theorem 5.1 and the sensitive example's participation steps.
+
+    Attributes:
+        coefficients: c_0..c_{k-1} of C (non-negative; not renormalised), k <= ``min_sep``.
+        n_steps: number of steps n.
+        min_sep: b, the minimum separation between two participations.
+        probability: the per-step sampling probability p of an available example (not p0).
+        warm_start: Algorithm 2 (initial state from the stationary law) instead of Algorithm 1.
+    """
+
+    coefficients: tuple[float, ...] = attrs.field(
+        converter=as_coefficients, validator=coefficients_validator
+    )
+    n_steps: int = attrs.field(validator=v.positive_int())
+    min_sep: int = attrs.field(validator=v.positive_int())
+    probability: float = attrs.field(validator=v.probability())
+    warm_start: bool = attrs.field(validator=boolean)
+
+    def __attrs_post_init__(self) -> None:
+        check_bands_fit(self, self.coefficients, self.min_sep)
+
+    def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+        """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
+        (ascending, then padded with n): :func:`~minsep.schemes.kernels.sampling.chain_steps`."""
+        return model_chain_steps(self, n_samples, rng, backend)

@@ -31,16 +31,10 @@ from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.kernel_table import KernelTable, Participation
 from minsep.framework.loss_model import Direction
-from minsep.schemes.kernels.fields import (
-    as_coefficients,
-    boolean,
-    check_bands_fit,
-    coefficients_validator,
-)
 from minsep.schemes.kernels.fused import host_noise
-from minsep.schemes.kernels.model import BlockLossModel
+from minsep.schemes.kernels.model import ChainLossModel
 from minsep.schemes.kernels.recursion import chain_log_ratio
-from minsep.schemes.kernels.sampling import host_generator, model_chain_steps, steps_to_pattern
+from minsep.schemes.kernels.sampling import host_generator, steps_to_pattern
 from minsep.schemes.kernels.transcript import BlockTranscript, TruncatedTranscript
 from minsep.schemes.truncated import gpu_kernels
 from minsep.schemes.truncated.counts import table_counts
@@ -108,7 +102,7 @@ def truncated_log_ratio(
 
 
 @attrs.frozen
-class TruncatedBMinSepLossModel(BlockLossModel):
+class TruncatedBMinSepLossModel(ChainLossModel):
     """Dominating pair of truncated b-min-sep subsampling, given the public counts r_i.
 
     Attributes:
@@ -147,18 +141,8 @@ class TruncatedBMinSepLossModel(BlockLossModel):
         losses={"numba": host_losses},
     )
 
-    coefficients: tuple[float, ...] = attrs.field(
-        converter=as_coefficients, validator=coefficients_validator
-    )
-    n_steps: int = attrs.field(validator=v.positive_int())
-    min_sep: int = attrs.field(validator=v.positive_int())
-    probability: float = attrs.field(validator=v.probability())
-    warm_start: bool = attrs.field(validator=boolean)
     dataset_size: int = attrs.field(validator=v.positive_int())
     max_batch_size: int = attrs.field(validator=v.positive_int())
-
-    def __attrs_post_init__(self) -> None:
-        check_bands_fit(self, self.coefficients, self.min_sep)
 
     def counts(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """The public counts r_i of the other |D| - 1 examples, int64 ``(n_samples, n)``."""
@@ -184,7 +168,7 @@ class TruncatedBMinSepLossModel(BlockLossModel):
         then ``S x ceil(n / b)`` survival coins, coin j deciding at the j-th participation
         (a coin per participation slot: the coins of distinct steps are independent)."""
         xp = backend.xp
-        steps = model_chain_steps(self, n_samples, rng, backend)
+        steps = self.steps(n_samples, rng, backend)
         sampled = steps_to_pattern(steps, self.n_steps, xp)
         counts = self.counts(n_samples, rng, backend)
         truncating = counts >= self.max_batch_size
