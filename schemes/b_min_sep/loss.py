@@ -44,14 +44,8 @@ def b_min_sep_log_ratio(
 
 @attrs.frozen
 class BMinSepLossModel(ChainLossModel):
-    """Dominating pair of b-min-sep subsampling with b-banded Toeplitz C (Theorem 5.1).
-
-    Attributes:
-        coefficients: c_0..c_{k-1} of C (non-negative; not renormalised), k <= ``min_sep``.
-        n_steps: number of steps n.
-        min_sep: b, the minimum separation between two participations.
-        probability: the per-step sampling probability p of an available example (not p0).
-        warm_start: Algorithm 2 (initial state from the stationary law) instead of Algorithm 1.
+    """Dominating pair of b-min-sep subsampling with b-banded Toeplitz C (Theorem 5.1); the
+    fields are the chain's (:class:`~minsep.schemes.kernels.model.ChainLossModel`).
 
     Transcript: :class:`BlockTranscript` holding the noise correlations ``<c_i, z>`` (``8 n``
     bytes per sample) and, under REMOVE, the participation steps (``4 ceil(n / b)`` bytes; the

@@ -213,21 +213,7 @@ class BMinSep(SchemeBase):
         if not strategy.is_banded:
             return self._column_bound_model(strategy)
         self._require_bands(strategy)
-        from minsep.schemes.b_min_sep.loss import BMinSepLossModel
-
-        model: PrivacyLossModel = BMinSepLossModel(
-            coefficients=acc.coefficients(strategy), **self._chain()
-        )
-        return model
-
-    def _chain(self) -> dict[str, Any]:
-        """The loss models' fields of the sensitive example's availability chain."""
-        return {
-            "n_steps": self.n_steps,
-            "min_sep": self.min_sep,
-            "probability": self.probability,
-            "warm_start": self.warm_start,
-        }
+        return acc.chain_loss_model(strategy, self.participation_chain())
 
     def _column_bound_model(self, strategy: Strategy) -> PrivacyLossModel:
         from minsep.schemes.b_min_sep.column_bound import ColumnBoundLossModel
@@ -246,15 +232,10 @@ class BMinSep(SchemeBase):
     ) -> PrivacyLossModel:
         """Appendix D's P/R and Q/R recursions (docs/math.md §6); bands <= b."""
         self._require_bands(strategy)
-        from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
-
-        model: PrivacyLossModel = TruncatedBMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            **self._chain(),
-            dataset_size=dataset_size,
-            max_batch_size=max_batch_size,
+        chain = self.participation_chain()
+        return acc.chain_loss_model(
+            strategy, chain, dataset_size=dataset_size, max_batch_size=max_batch_size
         )
-        return model
 
     def participation_chain(self) -> ParticipationChain:
         """The availability chain (b = min_sep, p, cold or warm) for exact RDP accounting."""
