@@ -206,7 +206,7 @@ def bench_models(case: Case) -> list[Entry]:
     banded: Any = strategies.get("banded_toeplitz")
     strategy = banded(coefficients=catalan_coefficients(case.bands))
     entries: list[Entry] = []
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[Any, ...]] = set()
     for name in schemes.names():
         cls = schemes.get(name)
         for label, options in _option_sets(cls, case):
