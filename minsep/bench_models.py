@@ -134,16 +134,21 @@ def _loss_model(scheme: SamplingScheme, strategy: Any) -> PrivacyLossModel:
         return scheme.loss_model(strategy)
 
 
+#: The methods that make a loss model what it is: two models sharing all of them are benched once
+#: (the families on the one loss-model base share ``draw`` and ``log_ratio``).
+_MODEL_HOOKS = ("draw", "log_ratio", "participation_draw", "ratio")
+
+
 def bench_models(case: Case) -> list[Entry]:
     """Every registered scheme's loss model at ``case`` (banded Toeplitz strategy with
-    :func:`catalan_coefficients`), one per distinct ``draw`` / ``log_ratio`` pair, in registry
+    :func:`catalan_coefficients`), one per distinct set of :data:`_MODEL_HOOKS`, in registry
     order; schemes without one at this size come back with the reason."""
     from minsep.framework.registries import schemes, strategies
 
     banded: Any = strategies.get("banded_toeplitz")
     strategy = banded(coefficients=catalan_coefficients(case.bands))
     entries: list[Entry] = []
-    seen: set[tuple[Any, Any]] = set()
+    seen: set[tuple[Any, ...]] = set()
     for name in schemes.names():
         cls = schemes.get(name)
         for label, options in _option_sets(cls, case):
@@ -153,7 +158,7 @@ def bench_models(case: Case) -> list[Entry]:
             except (ConfigurationError, NotAccountableError) as exc:
                 entries.append(Entry(label, None, str(exc).splitlines()[0]))
                 continue
-            key = (type(model).draw, type(model).log_ratio)
+            key = tuple(getattr(type(model), hook, None) for hook in _MODEL_HOOKS)
             if key in seen:
                 continue
             seen.add(key)

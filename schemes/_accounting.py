@@ -7,8 +7,13 @@ and is imported inside the hook body, so that building and sampling schemes neve
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
+
 from minsep.framework.errors import NotAccountableError
-from minsep.framework.interfaces import SamplingScheme, Strategy
+from minsep.framework.interfaces import PrivacyLossModel, SamplingScheme, Strategy
+from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
 
 
@@ -30,6 +35,29 @@ def require_bands_at_most(
             f"scheme {scheme.name!r} cannot be accounted with a {bands}-band strategy: "
             f"needs bands <= {what} ({why})"
         )
+
+
+def require_bands_within_min_sep(scheme: Any, strategy: Strategy, why: str) -> None:
+    """:func:`require_bands_at_most` with the scheme's ``min_sep`` as the limit."""
+    require_bands_at_most(scheme, strategy, scheme.min_sep, f"min_sep = {scheme.min_sep}", why)
+
+
+def chain_loss_model(
+    strategy: Strategy, chain: ParticipationChain, **truncation: int
+) -> PrivacyLossModel:
+    """The loss model of Theorem 5.1 on ``chain`` (the sensitive example's availability chain,
+    docs/math.md §3), or with ``dataset_size`` and ``max_batch_size`` the truncated one of
+    App. D (§6)."""
+    fields = {"coefficients": coefficients(strategy), **attrs.asdict(chain), **truncation}
+    if truncation:
+        from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
+
+        truncated: PrivacyLossModel = TruncatedBMinSepLossModel(**fields)
+        return truncated
+    from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+
+    model: PrivacyLossModel = BMinSepLossModel(**fields)
+    return model
 
 
 def require_sigma(sigma: float, owner: str) -> float:

@@ -79,16 +79,7 @@ class Poisson(SchemeBase):
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """b-min-sep with b = 1 at probability p0 (cold and warm start coincide); one band."""
         acc.require_bands_at_most(self, strategy, 1, "1", _WHY)
-        from minsep.schemes.b_min_sep.loss import BMinSepLossModel
-
-        model: PrivacyLossModel = BMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=1,
-            probability=self.rate,
-            warm_start=False,
-        )
-        return model
+        return acc.chain_loss_model(strategy, self.participation_chain())
 
     def dp_event(self, strategy: Strategy, sigma: float) -> DpEvent:
         """n-fold composition of the Poisson(p0)-subsampled Gaussian(sigma); one band."""
@@ -106,18 +97,10 @@ class Poisson(SchemeBase):
     ) -> PrivacyLossModel:
         """Truncated b-min-sep with b = 1 (docs/math.md §6); one band."""
         acc.require_bands_at_most(self, strategy, 1, "1", _WHY)
-        from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
-
-        model: PrivacyLossModel = TruncatedBMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=1,
-            probability=self.rate,
-            warm_start=False,
-            dataset_size=dataset_size,
-            max_batch_size=max_batch_size,
+        chain = self.participation_chain()
+        return acc.chain_loss_model(
+            strategy, chain, dataset_size=dataset_size, max_batch_size=max_batch_size
         )
-        return model
 
     def truncated_dp_event(
         self, strategy: Strategy, sigma: float, dataset_size: int, max_batch_size: int

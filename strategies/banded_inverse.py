@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import numpy as np
 
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
@@ -32,7 +32,6 @@ from minsep.framework.workloads import workload_from_spec
 from minsep.strategies.columns import padded
 from minsep.strategies.filters import lfilter
 from minsep.strategies.lower_toeplitz import LowerToeplitzStrategy
-from minsep.strategies.noise import check_shape
 from minsep.strategies.toeplitz import as_coefficients, check_steps
 
 #: Relative size below which a negative entry of C counts as rounding (``c_m >= -TOL max|c|``).
@@ -106,18 +105,11 @@ class BandedInverse(LowerToeplitzStrategy):
         _column(self.inverse_coefficients, n)
         return padded(np.array(self.inverse_coefficients), n)
 
-    def noise(
-        self,
-        shape: Sequence[int],
-        n_steps: int,
-        rng: RandomSource,
-        backend: Backend,
-    ) -> Iterator[Any]:
-        """Stream ``(H Z)[i] = sum_t h_t Z_{i-t}``, keeping the last ``k - 1`` draws."""
-        dims = check_shape(self._owner("noise"), shape)
-        n = check_steps(self._owner("noise"), n_steps)
+    def _steps(self, method: str, n_steps: int) -> int:
+        """``n_steps`` checked, and C checked non-negative over that many steps."""
+        n = super()._steps(method, n_steps)
         _column(self.inverse_coefficients, n)
-        return self._stream(dims, n, rng, backend.xp)
+        return n
 
     def _stream(self, shape: tuple[int, ...], n: int, rng: RandomSource, xp: Any) -> Iterator[Any]:
         h = self.inverse_coefficients

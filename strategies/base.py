@@ -7,29 +7,27 @@ the first column.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from minsep.framework.backend import Backend, RandomSource
-from minsep.framework.interfaces import Strategy
+from minsep.framework.backend import RandomSource
 from minsep.framework.workloads import Workload
 from minsep.strategies import columns, toeplitz
 from minsep.strategies import noise as _noise
 from minsep.strategies import sensitivity as _sensitivity
+from minsep.strategies.checked import CheckedStrategy
+from minsep.strategies.toeplitz import as_coefficients
 
 
-class ToeplitzStrategy(Strategy):
+class ToeplitzStrategy(CheckedStrategy):
     """A banded lower-triangular Toeplitz strategy given by its first-column coefficients."""
 
     @property
     def name(self) -> str:
         """The registered name (class name if unregistered)."""
         return getattr(type(self), "registry_name", type(self).__name__)
-
-    def _owner(self, method: str) -> str:
-        return f"{type(self).__name__}.{method}"
 
     def matrix(self, n_steps: int) -> np.ndarray:
         """The dense n x n ``C`` with ``C[i, j] = c[i - j]`` for ``0 <= i - j < bands``."""
@@ -85,25 +83,15 @@ class ToeplitzStrategy(Strategy):
         guaranteed upper bound (see :mod:`minsep.strategies.sensitivity`)."""
         return _sensitivity.sensitivity(self.coefficients, n_steps, min_sep, max_participations)
 
-    def sensitivity_is_exact(
-        self,
-        min_sep: int,
-        n_steps: int | None = None,
-        max_participations: int | None = None,
-    ) -> bool:
+    def _exact(self, min_sep: int, n_steps: int | None, max_participations: int | None) -> bool:
         """True when :meth:`sensitivity` is exact rather than an upper bound (for every
         ``n_steps`` and ``max_participations``: they are accepted and ignored)."""
         return _sensitivity.sensitivity_is_exact(self.coefficients, min_sep)
 
-    def noise(
-        self,
-        shape: Sequence[int],
-        n_steps: int,
-        rng: RandomSource,
-        backend: Backend,
-    ) -> Iterator[Any]:
-        """Stream ``(C^-1 Z)[i]``, i = 1..n, holding O(bands * prod(shape)) memory."""
-        return _noise.correlated_noise(self.coefficients, shape, n_steps, rng, backend)
+    def _stream(self, shape: tuple[int, ...], n: int, rng: RandomSource, xp: Any) -> Iterator[Any]:
+        """The banded recursion, holding O(bands * prod(shape)) memory."""
+        c = as_coefficients(self.coefficients, owner=self._owner("noise"), allow_negative=True)
+        return _noise._stream(c, shape, n, rng, xp)
 
     def public_parameters(self) -> dict[str, Any]:
         """The strategy as plain data (for results and records)."""

@@ -19,14 +19,14 @@ solves ``C x = z`` one step at a time in O(buffers * d) memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import numpy as np
 from numpy.polynomial import polynomial as npoly
 
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import RandomSource
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
@@ -34,7 +34,6 @@ from minsep.framework.workloads import workload_from_spec
 from minsep.strategies import columns
 from minsep.strategies.filters import lfilter
 from minsep.strategies.lower_toeplitz import LowerToeplitzStrategy
-from minsep.strategies.noise import check_shape
 from minsep.strategies.toeplitz import check_steps
 
 #: Largest number of buffers accepted (BLTs in use have a handful).
@@ -177,19 +176,8 @@ class BufferedLinearToeplitz(LowerToeplitzStrategy):
         total = np.where(lag == 0, total - np.sum(theta) + 1.0, total)
         return np.asarray(total, dtype=np.float64)
 
-    def noise(
-        self,
-        shape: Sequence[int],
-        n_steps: int,
-        rng: RandomSource,
-        backend: Backend,
-    ) -> Iterator[Any]:
-        """Stream ``(C^-1 Z)[i]`` by the state recursion (module docstring), O(buffers * d)."""
-        dims = check_shape(self._owner("noise"), shape)
-        n = check_steps(self._owner("noise"), n_steps)
-        return self._stream(dims, n, rng, backend.xp)
-
     def _stream(self, shape: tuple[int, ...], n: int, rng: RandomSource, xp: Any) -> Iterator[Any]:
+        """``(C^-1 Z)[i]`` by the state recursion (module docstring), O(buffers * d)."""
         d = math.prod(shape)
         omega = xp.asarray(list(self.decays), dtype=xp.float64)[:, None]
         theta = xp.asarray(list(self.weights), dtype=xp.float64)

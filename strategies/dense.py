@@ -9,19 +9,18 @@ assumed about its structure: it is not treated as banded even when it happens to
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import numpy as np
 
-from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.backend import RandomSource
 from minsep.framework.errors import ConfigurationError
-from minsep.framework.interfaces import Strategy
 from minsep.framework.parameters import Parameter
 from minsep.framework.registries import strategies
 from minsep.strategies import pattern_sensitivity
-from minsep.strategies.noise import check_shape
+from minsep.strategies.checked import CheckedStrategy
 from minsep.strategies.toeplitz import check_steps
 
 #: Largest matrix accepted (it is held dense, and its sensitivity may cost O(m^2 K)).
@@ -58,7 +57,7 @@ def _as_matrix(values: Any) -> tuple[tuple[float, ...], ...]:
 
 @strategies.register("dense")
 @attrs.frozen
-class Dense(Strategy):
+class Dense(CheckedStrategy):
     """An explicit lower-triangular, non-negative, invertible matrix (module docstring).
 
     Attributes:
@@ -112,12 +111,7 @@ class Dense(Strategy):
         gram = self.column_gram(self._steps("sensitivity", n_steps))
         return pattern_sensitivity.sensitivity(gram, min_sep, max_participations)[0]
 
-    def sensitivity_is_exact(
-        self,
-        min_sep: int,
-        n_steps: int | None = None,
-        max_participations: int | None = None,
-    ) -> bool:
+    def _exact(self, min_sep: int, n_steps: int | None, max_participations: int | None) -> bool:
         """True when the patterns for ``n_steps`` and ``max_participations`` are enumerated."""
         if n_steps is None:
             return False
@@ -126,31 +120,10 @@ class Dense(Strategy):
         count = pattern_sensitivity.pattern_count(n, min_sep, K)
         return count <= pattern_sensitivity.ENUMERATION_LIMIT
 
-    def noise(
-        self,
-        shape: Sequence[int],
-        n_steps: int,
-        rng: RandomSource,
-        backend: Backend,
-    ) -> Iterator[Any]:
-        """Stream ``(C^-1 Z)[i]`` by forward substitution; holds every earlier output (O(n d)
-        memory: a general C has no shorter recursion)."""
-        dims = check_shape("Dense.noise", shape)
-        n = self._steps("noise", n_steps)
-        return self._stream(self.matrix(n), dims, n, rng, backend.xp)
-
-    @staticmethod
-    def _stream(
-        C: np.ndarray, shape: tuple[int, ...], n: int, rng: RandomSource, xp: Any
-    ) -> Iterator[Any]:
-        d = int(np.prod(shape, dtype=np.int64))
-        outputs = xp.zeros((n, d), dtype=xp.float64)
-        for i in range(n):
-            z = xp.reshape(xp.asarray(rng.standard_normal(shape), dtype=xp.float64), (d,))
-            row = xp.asarray(C[i, :i], dtype=xp.float64)
-            out = (z - row @ outputs[:i]) / float(C[i, i])
-            outputs[i, :] = out
-            yield xp.reshape(out, shape)
+    def _stream(self, shape: tuple[int, ...], n: int, rng: RandomSource, xp: Any) -> Iterator[Any]:
+        """``(C^-1 Z)[i]`` by forward substitution; holds every earlier output (O(n d) memory:
+        a general C has no shorter recursion)."""
+        return _substitution(self.matrix(n), shape, n, rng, xp)
 
     @classmethod
     def parameters(cls) -> tuple[Parameter, ...]:
@@ -190,3 +163,17 @@ class Dense(Strategy):
             ({"matrix": [[1.0, 0.0], [float("nan"), 1.0]]}, "matrix"),
             ({"matrix": "abc"}, "matrix"),
         ]
+
+
+def _substitution(
+    C: np.ndarray, shape: tuple[int, ...], n: int, rng: RandomSource, xp: Any
+) -> Iterator[Any]:
+    """``(C^-1 Z)[i]``, i = 1..n, by forward substitution over the earlier outputs."""
+    d = int(np.prod(shape, dtype=np.int64))
+    outputs = xp.zeros((n, d), dtype=xp.float64)
+    for i in range(n):
+        z = xp.reshape(xp.asarray(rng.standard_normal(shape), dtype=xp.float64), (d,))
+        row = xp.asarray(C[i, :i], dtype=xp.float64)
+        out = (z - row @ outputs[:i]) / float(C[i, i])
+        outputs[i, :] = out
+        yield xp.reshape(out, shape)

@@ -14,19 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from minsep.framework.interfaces import Strategy
 from minsep.framework.workloads import Workload
 from minsep.strategies import columns
+from minsep.strategies.checked import CheckedStrategy
 from minsep.strategies.sensitivity import sensitivity as column_sensitivity
 from minsep.strategies.sensitivity import sensitivity_is_exact as column_sensitivity_is_exact
 from minsep.strategies.toeplitz import check_steps
 
 
-class LowerToeplitzStrategy(Strategy):
+class LowerToeplitzStrategy(CheckedStrategy):
     """A lower-triangular Toeplitz C given through its first column (not banded)."""
-
-    def _owner(self, method: str) -> str:
-        return f"{type(self).__name__}.{method}"
 
     @abstractmethod
     def column(self, n_steps: int) -> np.ndarray:
@@ -77,15 +74,10 @@ class LowerToeplitzStrategy(Strategy):
         n = check_steps(self._owner("sensitivity"), n_steps)
         return column_sensitivity(self.column(n), n, min_sep, max_participations)
 
-    def sensitivity_is_exact(
-        self,
-        min_sep: int,
-        n_steps: int | None = None,
-        max_participations: int | None = None,
-    ) -> bool:
+    def _exact(self, min_sep: int, n_steps: int | None, max_participations: int | None) -> bool:
         """True when the first column over ``n_steps`` steps is non-increasing (then
         :meth:`sensitivity` is exact); without ``n_steps``, False (it may be a bound)."""
         if n_steps is None:
             return False
-        n = check_steps(self._owner("sensitivity_is_exact"), n_steps)
+        n = self._steps("sensitivity_is_exact", n_steps)
         return column_sensitivity_is_exact(self.column(n), min_sep)

@@ -19,7 +19,6 @@ C with min-sep b >= bands both budgets vanish and both bounds equal P/Q.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import attrs
@@ -28,19 +27,15 @@ import numpy as np
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.kernel_table import KernelTable
 from minsep.schemes.b_min_sep.columns import (
     DenseColumns,
     ToeplitzColumns,
     cross_term_budgets,
 )
 from minsep.schemes.kernels.fields import boolean
-from minsep.schemes.kernels.jit import CompiledKernels
-from minsep.schemes.kernels.recursion import (
-    backward_log_recursion,
-    log_or_neg_inf,
-    warm_start_average,
-)
-from minsep.schemes.kernels.sampling import chain_steps, steps_to_pattern
+from minsep.schemes.kernels.recursion import chain_log_ratio
+from minsep.schemes.kernels.sampling import model_chain_steps, steps_to_pattern
 from minsep.schemes.kernels.transcript import BlockTranscript
 
 
@@ -50,7 +45,7 @@ def _columns(instance: Any, attribute: Any, value: Any) -> None:
 
 
 @attrs.frozen(eq=False)
-class ColumnBoundLossModel(CompiledKernels, PrivacyLossModel):
+class ColumnBoundLossModel(PrivacyLossModel):
     """b-min-sep subsampling with any non-negative C: bounds of ``ln P/Q`` (App. B.1).
 
     ``log_ratio`` returns an **upper** bound of ``ln P(y)/Q(y)`` on REMOVE transcripts and a
@@ -77,6 +72,8 @@ class ColumnBoundLossModel(CompiledKernels, PrivacyLossModel):
     """
 
     bounds_ratio: ClassVar[bool] = True
+    #: The compiled piece is the numba recursion its array code runs.
+    kernel_table: ClassVar[KernelTable] = KernelTable(sets=("numba",))
 
     columns: ToeplitzColumns | DenseColumns = attrs.field(validator=_columns)
     min_sep: int = attrs.field(validator=v.positive_int())
@@ -107,16 +104,7 @@ class ColumnBoundLossModel(CompiledKernels, PrivacyLossModel):
 
     def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation steps of the sensitive example (those of Theorem 5.1's model)."""
-        return chain_steps(
-            n_samples,
-            self.n_steps,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            rng,
-            backend.xp,
-            kernels=backend.kernels,
-        )
+        return model_chain_steps(self, n_samples, rng, backend)
 
     def bytes_per_sample(self, direction: Direction, backend: Backend) -> int:
         """Noise and signal rows plus the working rows of the products and the recursion
@@ -163,11 +151,10 @@ class ColumnBoundLossModel(CompiledKernels, PrivacyLossModel):
         """The recursion of Theorem 5.1 on the bounded block log-ratios (module docstring)."""
         shift = self._down if direction is Direction.REMOVE else -self._up
         centre = xp.asarray(0.5 * self._norms - shift)
-        log_go = math.log(self.probability) + (dots - centre) / sigma**2
-        log_stay = log_or_neg_inf(1.0 - self.probability)
+        log_block = (dots - centre) / sigma**2
         recursion = "numba" if kernels == "numba" else "array"
-        g = backward_log_recursion(log_go, log_stay, self.min_sep, xp, kernels=recursion)
-        return warm_start_average(g, self.probability, xp) if self.warm_start else g[0]
+        chain = (self.probability, self.min_sep, self.warm_start, xp)
+        return chain_log_ratio(log_block, *chain, kernels=recursion)
 
 
 __all__ = ["ColumnBoundLossModel"]

@@ -15,10 +15,17 @@ import attrs
 import numpy as np
 
 from minsep.framework.backend import RandomSource
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep import cpu_kernels
 from minsep.schemes.kernels.blocks import effective_coefficients, tail_norms
 from minsep.schemes.kernels.buffers import reusable
-from minsep.schemes.kernels.fused import block_rows, drawn_blocks, noise_blocks, noise_plan
+from minsep.schemes.kernels.fused import (
+    block_rows,
+    blockwise_losses,
+    drawn_blocks,
+    noise_blocks,
+    noise_plan,
+)
 
 
 @functools.lru_cache(maxsize=64)
@@ -37,47 +44,33 @@ def _norms(coefficients: tuple[float, ...], n_steps: int) -> np.ndarray:
 
 
 def host_b_min_sep(
-    values: Any,
-    steps: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
+    values: Any, given: Participation, sigma: float, value_scale: float, model: Any
 ) -> np.ndarray:
     """``ln P/Q`` per row from ``ln(p r_i) = value_scale * values_i + signal_i / sigma^2 + ln p
     - ||c_i||^2 / (2 sigma^2)`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2
-    for dots ``<c_i, y>``); ``steps`` None means no signal (x = 0)."""
+    for dots ``<c_i, y>``); ``given.steps`` None means no signal (x = 0). The ``sparse_ratio``
+    entry of :class:`~minsep.framework.kernel_table.KernelTable` (``model``: a b-min-sep loss
+    model, read for its coefficients, probability, min_sep and warm_start)."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty(values.shape[0])
-    evaluation = Evaluation.of(coefficients, values.shape[1], sigma, value_scale, probability,
-                               min_sep, warm_start)  # fmt: skip
-    evaluation.run(values, _NO_TAPS, _steps_array(steps, values.shape[0]), out)
+    evaluation = Evaluation.of(model, values.shape[1], sigma, value_scale)
+    evaluation.run(values, _NO_TAPS, _steps_array(given.steps, values.shape[0]), out)
     return out
 
 
 def host_losses(
-    n_samples: int,
-    n_steps: int,
-    steps: np.ndarray | None,
-    coefficients: tuple[float, ...],
-    rng: RandomSource,
-    sigmas: Sequence[float],
-    sign: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
+    n_samples: int, given: Participation, rng: RandomSource, sigmas: Sequence[float], model: Any
 ) -> list[np.ndarray]:
-    """``sign * ln P/Q`` at every sigma, evaluated block by block right after each block of
+    """``ln P/Q`` at every sigma, evaluated block by block right after each block of
     normals is drawn: the values of :func:`host_b_min_sep` on
     :func:`~minsep.schemes.kernels.fused.host_noise`'s transcript, from the same stream, bit for
     bit, without holding that transcript (a block stays in the cache between its draw and its
     evaluations). Under the direct correlation the kernel correlates each row in place
     (``taps`` = c); under an FFT plan the block is correlated first
-    (:func:`~minsep.schemes.kernels.fused.noise_blocks`)."""
-    steps_arr = _steps_array(steps, n_samples)
-    outs = [np.empty(n_samples) for _ in sigmas]
+    (:func:`~minsep.schemes.kernels.fused.noise_blocks`). The ``losses`` entry of
+    :class:`~minsep.framework.kernel_table.KernelTable` (``given.steps``: the participation)."""
+    n_steps, coefficients = model.n_steps, model.coefficients
+    steps_arr = _steps_array(given.steps, n_samples)
     taps = effective_coefficients(coefficients, n_steps)
     plan = noise_plan(n_steps, int(taps.size))
     if plan.method == "direct":
@@ -85,17 +78,12 @@ def host_losses(
     else:
         blocks = noise_blocks(n_samples, n_steps, coefficients, rng)
         taps = _NO_TAPS
-    evaluations = [
-        Evaluation.of(coefficients, n_steps, sigma, 1.0 / sigma, probability, min_sep, warm_start)
-        for sigma in sigmas
-    ]
-    for start, block in blocks:
-        rows = slice(start, start + block.shape[0])
-        for out, evaluation in zip(outs, evaluations, strict=True):
-            evaluation.run(block, taps, steps_arr[rows], out[rows])
-    for out in outs:
-        np.multiply(out, sign, out=out)  # as Direction.sign * ln P/Q
-    return outs
+    evaluations = [Evaluation.of(model, n_steps, sigma, 1.0 / sigma) for sigma in sigmas]
+
+    def evaluate(k: int, block: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        evaluations[k].run(block, taps, steps_arr[rows], out)
+
+    return blockwise_losses(n_samples, blocks, evaluate, len(sigmas))
 
 
 def _steps_array(steps: Any, n_samples: int) -> np.ndarray:
@@ -124,16 +112,10 @@ class Evaluation:
     warm_start: bool
 
     @classmethod
-    def of(
-        cls,
-        coefficients: tuple[float, ...],
-        n_steps: int,
-        sigma: float,
-        value_scale: float,
-        probability: float,
-        min_sep: int,
-        warm_start: bool,
-    ) -> Evaluation:
+    def of(cls, model: Any, n_steps: int, sigma: float, value_scale: float) -> Evaluation:
+        """The inputs for ``model`` (a b-min-sep loss model) over ``n_steps`` at ``sigma``."""
+        coefficients, probability = model.coefficients, model.probability
+        min_sep, warm_start = model.min_sep, model.warm_start
         inv_s2 = 1.0 / (sigma * sigma)
         log_p = math.log(probability)
         base = log_p - (0.5 * inv_s2) * _norms(coefficients, n_steps)

@@ -19,13 +19,13 @@ the numba kernels, so the arithmetic is tested without a GPU. **Not yet measured
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import numpy as np
 from scipy import fft as host_fft
 
+from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.blocks import effective_coefficients
 
 #: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
@@ -110,18 +110,6 @@ extern "C" __global__ void minsep_b_min_sep(
 
 #: Up to this many bands the device correlates by direct sums, above by cuFFT.
 DIRECT_MAX_BANDS = 16
-#: Threads per block of the kernel.
-THREADS = 128
-#: Bytes of ring scratch per launch (rows are batched to stay below it).
-RING_BYTES = 1 << 28
-
-
-@functools.cache
-def _kernel() -> Any:  # pragma: no cover - needs a GPU
-    import cupy
-
-    module = cupy.RawModule(code=SOURCE, options=("--std=c++14",))
-    return module.get_function("minsep_b_min_sep")
 
 
 def device_layout(noise: Any, xp: Any) -> Any:
@@ -158,28 +146,20 @@ def device_noise(
 
 
 def device_b_min_sep(
-    values: Any,
-    steps: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
+    values: Any, given: Any, sigma: float, value_scale: float, model: Any
 ) -> Any:  # pragma: no cover - needs a GPU
     """The cupy twin of :func:`~minsep.schemes.kernels.fused.host_b_min_sep` (same arguments)."""
     import cupy as cp
 
     from minsep.schemes.b_min_sep.fused import _norms, signal_table
 
+    coefficients, probability = model.coefficients, model.probability
+    min_sep, warm_start = model.min_sep, model.warm_start
     rows, n = int(values.shape[0]), int(values.shape[1])
-    values = values if values.dtype == cp.float64 else values.astype(cp.float64)
-    item = values.itemsize
-    stride_s, stride_i = values.strides[0] // item, values.strides[1] // item
-    if steps is None:
+    if given.steps is None:
         steps_arr = cp.zeros((rows, 1), dtype=cp.int32) + n  # one sentinel column
     else:
-        steps_arr = cp.ascontiguousarray(steps, dtype=cp.int32)
+        steps_arr = cp.ascontiguousarray(given.steps, dtype=cp.int32)
     m = int(steps_arr.shape[1])
     table_host = signal_table(coefficients, n)
     table = cp.asarray(table_host)
@@ -190,38 +170,21 @@ def device_b_min_sep(
     q = 1.0 - probability
     stays = q > 0.0
     log_q = math.log(q) if stays else 0.0
-    out = cp.empty(rows, dtype=cp.float64)
-    batch = max(1, min(rows, RING_BYTES // (8 * min_sep)))
-    ring = cp.empty(min_sep * batch, dtype=cp.float64)
-    kernel = _kernel()
-    for row0 in range(0, rows, batch):
-        count = min(batch, rows - row0)
-        blocks = (count + THREADS - 1) // THREADS
-        kernel(
-            (blocks,),
-            (THREADS,),
-            (
-                values,
-                np.int64(stride_s),
-                np.int64(stride_i),
-                steps_arr,
-                np.int32(m),
-                table,
-                np.int32(k),
-                base,
-                np.int32(n),
-                np.int32(min_sep),
-                np.float64(value_scale),
-                np.float64(inv_s2),
-                np.float64(log_q),
-                np.int32(stays),
-                np.float64(log_p),
-                np.float64(probability),
-                np.int32(warm_start),
-                out,
-                np.int32(row0),
-                np.int32(count),
-                ring,
-            ),
-        )
-    return out
+    operands = (
+        *gpu.float64_rows(values, cp),
+        steps_arr,
+        np.int32(m),
+        table,
+        np.int32(k),
+        base,
+        np.int32(n),
+        np.int32(min_sep),
+        np.float64(value_scale),
+        np.float64(inv_s2),
+        np.float64(log_q),
+        np.int32(stays),
+        np.float64(log_p),
+        np.float64(probability),
+        np.int32(warm_start),
+    )
+    return gpu.launch(gpu.compiled(SOURCE, "minsep_b_min_sep"), rows, min_sep, operands, cp)

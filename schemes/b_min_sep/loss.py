@@ -11,34 +11,20 @@ start, Algorithm 2). b = 1 with C = I is Poisson sampling: P/Q = prod_i (1 - p +
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
 
-from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource, default_kernels
-from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.kernel_table import KernelTable, Participation
+from minsep.framework.loss_model import Direction
 from minsep.framework.participation import ParticipationChain
 from minsep.schemes.b_min_sep import gpu_kernels
 from minsep.schemes.b_min_sep.fused import host_b_min_sep, host_losses
-from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.kernels.fields import (
-    as_coefficients,
-    boolean,
-    check_bands_fit,
-    coefficients_validator,
-)
 from minsep.schemes.kernels.fused import host_noise
-from minsep.schemes.kernels.jit import CompiledKernels
-from minsep.schemes.kernels.recursion import (
-    backward_log_recursion,
-    log_or_neg_inf,
-    warm_start_average,
-)
-from minsep.schemes.kernels.sampling import chain_steps, steps_to_pattern
-from minsep.schemes.kernels.transcript import BlockTranscript
+from minsep.schemes.kernels.model import ChainLossModel
+from minsep.schemes.kernels.recursion import chain_log_ratio
+from minsep.schemes.kernels.sampling import steps_to_pattern
 
 
 def b_min_sep_log_ratio(
@@ -53,22 +39,13 @@ def b_min_sep_log_ratio(
     """The log-ratio kernel: ``ln P/Q`` per sample from ``dots[:, i] = <c_i, y>`` and the tail
     norms ``norms[i] = ||c_i||^2`` (an ``(n,)`` array of ``xp``); portable array code."""
     log_block = (dots - 0.5 * norms) / sigma**2
-    log_go = math.log(probability) + log_block
-    log_stay = log_or_neg_inf(1.0 - probability)
-    g = backward_log_recursion(log_go, log_stay, min_sep, xp, kernels="array")
-    return warm_start_average(g, probability, xp) if warm_start else g[0]
+    return chain_log_ratio(log_block, probability, min_sep, warm_start, xp, kernels="array")
 
 
 @attrs.frozen
-class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
-    """Dominating pair of b-min-sep subsampling with b-banded Toeplitz C (Theorem 5.1).
-
-    Attributes:
-        coefficients: c_0..c_{k-1} of C (non-negative; not renormalised), k <= ``min_sep``.
-        n_steps: number of steps n.
-        min_sep: b, the minimum separation between two participations.
-        probability: the per-step sampling probability p of an available example (not p0).
-        warm_start: Algorithm 2 (initial state from the stationary law) instead of Algorithm 1.
+class BMinSepLossModel(ChainLossModel):
+    """Dominating pair of b-min-sep subsampling with b-banded Toeplitz C (Theorem 5.1); the
+    fields are the chain's (:class:`~minsep.schemes.kernels.model.ChainLossModel`).
 
     Transcript: :class:`BlockTranscript` holding the noise correlations ``<c_i, z>`` (``8 n``
     bytes per sample) and, under REMOVE, the participation steps (``4 ceil(n / b)`` bytes; the
@@ -82,38 +59,30 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
     renormalisation; rows that would leave the float64 range are redone in logs).
     """
 
-    has_cuda_kernel: ClassVar[bool] = True
-
-    coefficients: tuple[float, ...] = attrs.field(
-        converter=as_coefficients, validator=coefficients_validator
+    kernel_table: ClassVar[KernelTable] = KernelTable(
+        noise={"numba": host_noise, "cuda": gpu_kernels.device_noise},
+        sparse_ratio={"numba": host_b_min_sep, "cuda": gpu_kernels.device_b_min_sep},
+        losses={"numba": host_losses},
     )
-    n_steps: int = attrs.field(validator=v.positive_int())
-    min_sep: int = attrs.field(validator=v.positive_int())
-    probability: float = attrs.field(validator=v.probability())
-    warm_start: bool = attrs.field(validator=boolean)
-
-    def __attrs_post_init__(self) -> None:
-        check_bands_fit(self, self.coefficients, self.min_sep)
-
-    def steps(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
-        """Participation steps of the sensitive example, int32 ``(n_samples, ceil(n / b))``
-        (ascending, then padded with n): :func:`~minsep.schemes.kernels.sampling.chain_steps`."""
-        return chain_steps(
-            n_samples,
-            self.n_steps,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            rng,
-            backend.xp,
-            kernels=backend.kernels,
-        )
 
     def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Participation patterns x of the sensitive example, bool ``(n_samples, n)`` (the
         same draws as :meth:`steps`)."""
         xp = backend.xp
         return steps_to_pattern(self.steps(n_samples, rng, backend), self.n_steps, xp)
+
+    def participation_draw(
+        self, samples: int, direction: Direction, rng: RandomSource, backend: Backend, sparse: bool
+    ) -> Participation:
+        """Under REMOVE the steps of x (and, unless ``sparse``, the dense signal as well);
+        under ADD nothing (x = 0)."""
+        if direction is not Direction.REMOVE:
+            return Participation()
+        steps = self.steps(samples, rng, backend)
+        if sparse:
+            return Participation(steps=steps)
+        pattern = steps_to_pattern(steps, self.n_steps, backend.xp)
+        return Participation(signal=self.signal_of(pattern, backend.xp), steps=steps)
 
     def participation_chain(self) -> ParticipationChain:
         """The availability chain of the sensitive example (the escort proposal's target,
@@ -130,7 +99,7 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         per_sample = 8 * self.n_steps
         if direction is Direction.REMOVE:
             per_sample += 4 * -(-self.n_steps // self.min_sep)
-            if backend.kernels not in _FUSED:
+            if backend.kernels not in self.kernel_table.sparse_ratio:
                 per_sample += 8 * self.n_steps
         return n_samples * per_sample
 
@@ -140,116 +109,12 @@ class BMinSepLossModel(CompiledKernels, PrivacyLossModel):
         the portable path 8 rows of n under REMOVE (pattern, signal, noise, dots and the
         recursion's temporaries), 5 under ADD (measured peaks: 57 n and 32 n bytes)."""
         n = self.n_steps
-        if backend.kernels in _FUSED:
+        if backend.kernels in self.kernel_table.sparse_ratio:
             return self.transcript_bytes(1, direction, backend) + 8 * n
         return 8 * n * (8 if direction is Direction.REMOVE else 5)
 
-    def draw(
-        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
-    ) -> BlockTranscript:
-        """Under REMOVE draw the steps of x, then z; under ADD only z (x = 0)."""
-        xp = backend.xp
-        steps = None
-        if direction is Direction.REMOVE:
-            steps = self.steps(n_samples, rng, backend)
-        kernels = backend.kernels
-        if kernels in _NOISE:
-            noise = _NOISE[kernels](n_samples, self.n_steps, self.coefficients, rng)
-        else:
-            z = rng.standard_normal((n_samples, self.n_steps))
-            noise = sliding_dot(z, self.coefficients, xp)
-        signal = None
-        if steps is not None and kernels not in _FUSED:  # the array path reads a dense signal
-            pattern = xp.astype(steps_to_pattern(steps, self.n_steps, xp), xp.float64)
-            signal = signal_dots(pattern, self.coefficients, xp)
-        return BlockTranscript(
-            direction=direction,
-            xp=xp,
-            noise=noise,
-            signal=signal,
-            steps=steps,
-            coefficients=self.coefficients,
-            kernels=kernels,
-        )
-
-    def privacy_losses(
-        self,
-        n_samples: int,
-        direction: Direction,
-        rng: RandomSource,
-        backend: Backend,
-        sigmas: Sequence[float],
-    ) -> list[Any]:
-        """The losses of one draw at every sigma; on the host kernels fused block by block
-        (:func:`~minsep.schemes.b_min_sep.fused.host_losses`: the same values as
-        ``privacy_loss(draw(...), sigma)``, without holding the transcript)."""
-        fused = _DRAW_AND_EVALUATE.get(self.kernel_set(backend))
-        if fused is None:
-            return super().privacy_losses(n_samples, direction, rng, backend, sigmas)
-        steps = None
-        if direction is Direction.REMOVE:
-            steps = self.steps(n_samples, rng, backend)
-        return fused(
-            n_samples,
-            self.n_steps,
-            steps,
-            self.coefficients,
-            rng,
-            sigmas,
-            direction.sign,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-        )
-
-    def log_ratio(self, transcript: Any, sigma: float) -> Any:
-        """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
-        xp, kernels = transcript.xp, transcript.kernels
-        if kernels in _FUSED:
-            return self._fused(kernels, transcript.noise, transcript.steps, 1.0 / sigma, sigma)
-        dots = sigma * transcript.noise
-        signal = transcript.signal
-        if signal is not None:
-            dots = signal + dots
-        return self._from_dots(dots, sigma, xp)
-
-    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None) -> Any:
-        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``), with
-        ``kernels`` (default: those of a default backend over ``xp``)."""
-        dots = sliding_dot(outputs, self.coefficients, xp)
-        kernels = kernels or default_kernels(xp)
-        if kernels in _FUSED:
-            return self._fused(kernels, dots, None, 1.0 / sigma**2, sigma)
-        return self._from_dots(dots, sigma, xp)
-
-    def _fused(self, kernels: str, values: Any, steps: Any, scale: float, sigma: float) -> Any:
-        return _FUSED[kernels](
-            values,
-            steps,
-            self.coefficients,
-            sigma,
-            scale,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-        )
-
-    def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
-        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
+    def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
+        """:func:`b_min_sep_log_ratio` (the array code)."""
         return b_min_sep_log_ratio(
-            dots, norms, sigma, self.probability, self.min_sep, self.warm_start, xp
+            dots, self.tail_norms(xp), sigma, self.probability, self.min_sep, self.warm_start, xp
         )
-
-
-#: The fused noise draw of each kernel set that has one (others: portable array code).
-_NOISE: dict[str, Callable[..., Any]] = {
-    "numba": host_noise,
-    "cuda": gpu_kernels.device_noise,
-}
-#: The fused draw-and-evaluate of each kernel set that has one (others: draw, then evaluate).
-_DRAW_AND_EVALUATE: dict[str, Callable[..., list[Any]]] = {"numba": host_losses}
-#: The fused log-ratio of each kernel set that has one (others: portable array code).
-_FUSED: dict[str, Callable[..., Any]] = {
-    "numba": host_b_min_sep,
-    "cuda": gpu_kernels.device_b_min_sep,
-}

@@ -201,13 +201,8 @@ class BMinSep(SchemeBase):
     # -- accounting -------------------------------------------------------------------------
 
     def _require_bands(self, strategy: Strategy) -> None:
-        acc.require_bands_at_most(
-            self,
-            strategy,
-            self.min_sep,
-            f"min_sep = {self.min_sep}",
-            "the recursion of Theorem 5.1 needs disjoint blocks",
-        )
+        why = "the recursion of Theorem 5.1 needs disjoint blocks"
+        acc.require_bands_within_min_sep(self, strategy, why)
 
     def loss_model(self, strategy: Strategy) -> PrivacyLossModel:
         """Theorem 5.1's recursion (cold, or the exact warm-start average); bands <= b.
@@ -218,16 +213,7 @@ class BMinSep(SchemeBase):
         if not strategy.is_banded:
             return self._column_bound_model(strategy)
         self._require_bands(strategy)
-        from minsep.schemes.b_min_sep.loss import BMinSepLossModel
-
-        model: PrivacyLossModel = BMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=self.min_sep,
-            probability=self.probability,
-            warm_start=self.warm_start,
-        )
-        return model
+        return acc.chain_loss_model(strategy, self.participation_chain())
 
     def _column_bound_model(self, strategy: Strategy) -> PrivacyLossModel:
         from minsep.schemes.b_min_sep.column_bound import ColumnBoundLossModel
@@ -246,18 +232,10 @@ class BMinSep(SchemeBase):
     ) -> PrivacyLossModel:
         """Appendix D's P/R and Q/R recursions (docs/math.md §6); bands <= b."""
         self._require_bands(strategy)
-        from minsep.schemes.truncated.loss import TruncatedBMinSepLossModel
-
-        model: PrivacyLossModel = TruncatedBMinSepLossModel(
-            coefficients=acc.coefficients(strategy),
-            n_steps=self.n_steps,
-            min_sep=self.min_sep,
-            probability=self.probability,
-            warm_start=self.warm_start,
-            dataset_size=dataset_size,
-            max_batch_size=max_batch_size,
+        chain = self.participation_chain()
+        return acc.chain_loss_model(
+            strategy, chain, dataset_size=dataset_size, max_batch_size=max_batch_size
         )
-        return model
 
     def participation_chain(self) -> ParticipationChain:
         """The availability chain (b = min_sep, p, cold or warm) for exact RDP accounting."""

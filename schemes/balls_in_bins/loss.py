@@ -12,19 +12,20 @@ the cross terms) and T > n (bins past the horizon never participate and contribu
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
-from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
+from minsep.framework.kernel_table import KernelTable, Participation
+from minsep.framework.loss_model import Direction
+from minsep.schemes.kernels.blocks import effective_coefficients
 from minsep.schemes.kernels.fields import as_coefficients, coefficients_validator
-from minsep.schemes.kernels.fused import correlated_noise
-from minsep.schemes.kernels.jit import CompiledKernels
-from minsep.schemes.kernels.transcript import BinsTranscript
+from minsep.schemes.kernels.fused import host_noise
+from minsep.schemes.kernels.model import BlockLossModel
+from minsep.schemes.kernels.transcript import BinsTranscript, BlockTranscript
 
 
 def bin_gram(coefficients: tuple[float, ...], n_steps: int, cycle_length: int) -> np.ndarray:
@@ -77,7 +78,7 @@ def balls_in_bins_log_ratio(
 
 
 @attrs.frozen
-class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
+class BallsInBinsLossModel(BlockLossModel):
     """Dominating pair of balls-in-bins sampling (cycle length T) with banded Toeplitz C.
 
     Attributes:
@@ -89,6 +90,9 @@ class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
     ``8 min(T, n)`` under ADD. Cost per sample: O(n k) or O(n log n) for the sliding products,
     O(min(T, n)) per sigma.
     """
+
+    transcript_type: ClassVar[type[BlockTranscript]] = BinsTranscript
+    kernel_table: ClassVar[KernelTable] = KernelTable(noise={"numba": host_noise})
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -119,37 +123,24 @@ class BallsInBinsLossModel(CompiledKernels, PrivacyLossModel):
         plus 4 rows of the ``min(T, n)`` bins (transcript and evaluation)."""
         return 8 * (5 * self.n_steps + 4 * self.n_bins)
 
-    def draw(
-        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
-    ) -> BinsTranscript:
-        """Under REMOVE draw a uniform bin, then z; under ADD only z (x = 0)."""
+    def participation_draw(
+        self, samples: int, direction: Direction, rng: RandomSource, backend: Backend, sparse: bool
+    ) -> Participation:
+        """Under REMOVE a uniform bin s*, its signal the row ``<C x_s, C x_{s*}>`` of the bins'
+        Gram matrix; under ADD nothing (x = 0)."""
+        if direction is not Direction.REMOVE:
+            return Participation()
         xp = backend.xp
-        signal = None
-        if direction is Direction.REMOVE:
-            chosen = xp.minimum(self.bins(n_samples, rng, backend), self.n_bins)
-            padded = np.vstack([self.gram(), np.zeros((1, self.n_bins))])  # row n_bins: empty
-            signal = xp.take(xp.asarray(padded), chosen, axis=0)
-        noise = correlated_noise(
-            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
-        )
-        noise = fold_bins(noise, self.cycle_length, xp)
-        return BinsTranscript(
-            direction=direction, xp=xp, noise=noise, signal=signal, kernels=backend.kernels
-        )
+        chosen = xp.minimum(self.bins(samples, rng, backend), self.n_bins)
+        padded = np.vstack([self.gram(), np.zeros((1, self.n_bins))])  # row n_bins: empty
+        return Participation(signal=xp.take(xp.asarray(padded), chosen, axis=0))
 
-    def log_ratio(self, transcript: Any, sigma: float) -> Any:
-        """``ln P(y)/Q(y)`` with ``<C x_s, y> = signal_s + sigma noise_s``."""
-        dots = sigma * transcript.noise
-        if transcript.signal is not None:
-            dots = transcript.signal + dots
-        return self._from_dots(dots, sigma, transcript.xp)
+    def columns(self, values: Any, xp: Any) -> Any:
+        """The per-step values summed into the bins (:func:`fold_bins`)."""
+        return fold_bins(values, self.cycle_length, xp)
 
-    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any) -> Any:
-        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``)."""
-        dots = fold_bins(sliding_dot(outputs, self.coefficients, xp), self.cycle_length, xp)
-        return self._from_dots(dots, sigma, xp)
-
-    def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
+    def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
+        """:func:`balls_in_bins_log_ratio` from ``dots[:, s] = <C x_s, y>``."""
         self_gram = xp.asarray(np.diag(self.gram()).copy())
         empty = self.cycle_length - self.n_bins
         return balls_in_bins_log_ratio(dots, self_gram, sigma, self.cycle_length, empty, xp)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from minsep.framework.backend import RandomSource
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.cyclic_poisson import cpu_kernels
 from minsep.schemes.kernels.blocks import tail_norms
@@ -36,19 +37,16 @@ def host_phase_steps(
 
 
 def host_random_phase(
-    values: Any,
-    steps: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    rate: float,
-    groups: int,
+    values: Any, given: Participation, sigma: float, value_scale: float, model: Any
 ) -> np.ndarray:
     """``ln P/Q`` per row from ``x_i = value_scale * values_i + <c_i, C x> / sigma^2 - ||c_i||^2
     / (2 sigma^2)`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i,
-    y>``); ``steps`` None means no signal (x = 0, or a signal already in ``values``)."""
+    y>``); ``given.steps`` None means no signal (x = 0, or a signal already in ``values``).
+    ``model``: the random-phase loss model (its coefficients, group_rate and groups)."""
+    coefficients, rate, groups = model.coefficients, model.group_rate, model.groups
     values = host_array(values, np.float64)
     n_samples, n = values.shape
+    steps = given.steps
     steps_arr = (
         np.empty((n_samples, 0), dtype=np.int32) if steps is None else host_array(steps, np.int32)
     )

@@ -13,21 +13,19 @@ Phases with no step (b > n) contribute exp(0). b = 1 is Poisson sampling at rate
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource, default_kernels
-from minsep.framework.interfaces import Direction, PrivacyLossModel
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.kernel_table import KernelTable, Participation
+from minsep.framework.loss_model import Direction
 from minsep.schemes.balls_in_bins.loss import balls_in_bins_log_ratio, fold_bins
 from minsep.schemes.cyclic_poisson.fused import host_phase_steps, host_random_phase
-from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
 from minsep.schemes.kernels.fields import as_coefficients, check_bands_fit, coefficients_validator
-from minsep.schemes.kernels.fused import correlated_noise
-from minsep.schemes.kernels.jit import CompiledKernels
-from minsep.schemes.kernels.transcript import BlockTranscript
+from minsep.schemes.kernels.fused import host_noise
+from minsep.schemes.kernels.model import BlockLossModel
 
 
 def random_phase_log_ratio(
@@ -48,7 +46,7 @@ def random_phase_log_ratio(
 
 
 @attrs.frozen
-class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
+class RandomPhaseCyclicLossModel(BlockLossModel):
     """Dominating pair of cyclic Poisson with an independent uniform group per example.
 
     Attributes:
@@ -62,6 +60,10 @@ class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
     (:mod:`.fused`, ``4 ceil(n / b)`` bytes), the dense signal ``<c_i, C x>`` on the array code
     (``8 n``); sigma-free. Both paths draw the same stream and agree to rounding.
     """
+
+    kernel_table: ClassVar[KernelTable] = KernelTable(
+        noise={"numba": host_noise}, sparse_ratio={"numba": host_random_phase}
+    )
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -89,7 +91,7 @@ class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
         (fused kernels) or the dense signal (array code)."""
         per_sample = 8 * self.n_steps
         if direction is Direction.REMOVE:
-            fused = self.kernel_set(backend) in _FUSED
+            fused = self.kernel_set(backend) in self.kernel_table.sparse_ratio
             per_sample += 4 * -(-self.n_steps // self.groups) if fused else 8 * self.n_steps
         return n_samples * per_sample
 
@@ -99,69 +101,25 @@ class RandomPhaseCyclicLossModel(CompiledKernels, PrivacyLossModel):
         10 rows of n under REMOVE (coins, pattern, signal, noise, dots and the log-domain
         temporaries) and 7 under ADD (measured peaks: 56 n and 48 n bytes at n = 1500)."""
         n = self.n_steps
-        if self.kernel_set(backend) in _FUSED:
+        if self.kernel_set(backend) in self.kernel_table.sparse_ratio:
             return self.transcript_bytes(1, direction, backend) + 8 * n
         return 8 * n * (10 if direction is Direction.REMOVE else 7)
 
-    def draw(
-        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
-    ) -> BlockTranscript:
-        """Under REMOVE draw x (phase and coins), then z; under ADD only z (x = 0). On the
-        fused kernels x is kept as its steps (the same draws)."""
-        xp = backend.xp
-        kernels = self.kernel_set(backend)
-        signal = steps = None
-        if direction is Direction.REMOVE:
-            if kernels in _FUSED:
-                steps = host_phase_steps(n_samples, self.n_steps, self.groups, self.group_rate, rng)
-            else:
-                pattern = xp.astype(self.participation(n_samples, rng, backend), xp.float64)
-                signal = signal_dots(pattern, self.coefficients, xp)
-        noise = correlated_noise(
-            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
+    def participation_draw(
+        self, samples: int, direction: Direction, rng: RandomSource, backend: Backend, sparse: bool
+    ) -> Participation:
+        """Under REMOVE x (phase and coins): its steps when ``sparse`` (the same draws), else
+        its dense signal; under ADD nothing (x = 0)."""
+        if direction is not Direction.REMOVE:
+            return Participation()
+        if sparse:
+            steps = host_phase_steps(samples, self.n_steps, self.groups, self.group_rate, rng)
+            return Participation(steps=steps)
+        pattern = self.participation(samples, rng, backend)
+        return Participation(signal=self.signal_of(pattern, backend.xp))
+
+    def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
+        """:func:`random_phase_log_ratio` (the array code)."""
+        return random_phase_log_ratio(
+            dots, self.tail_norms(xp), sigma, self.group_rate, self.groups, xp
         )
-        return BlockTranscript(
-            direction=direction,
-            xp=xp,
-            noise=noise,
-            signal=signal,
-            steps=steps,
-            coefficients=self.coefficients,
-            kernels=kernels,
-        )
-
-    def log_ratio(self, transcript: Any, sigma: float) -> Any:
-        """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
-        fused = _FUSED.get(transcript.kernels)
-        if fused is not None and transcript.stored_signal is None:
-            return fused(
-                transcript.noise,
-                transcript.steps,
-                self.coefficients,
-                sigma,
-                1.0 / sigma,
-                self.group_rate,
-                self.groups,
-            )
-        dots = sigma * transcript.noise
-        if transcript.signal is not None:
-            dots = transcript.signal + dots
-        return self._from_dots(dots, sigma, transcript.xp)
-
-    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None) -> Any:
-        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``), with
-        ``kernels`` (default: those of a default backend over ``xp``)."""
-        dots = sliding_dot(outputs, self.coefficients, xp)
-        fused = _FUSED.get(kernels or default_kernels(xp))
-        if fused is not None:
-            args = (self.coefficients, sigma, 1.0 / sigma**2, self.group_rate, self.groups)
-            return fused(dots, None, *args)
-        return self._from_dots(dots, sigma, xp)
-
-    def _from_dots(self, dots: Any, sigma: float, xp: Any) -> Any:
-        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
-        return random_phase_log_ratio(dots, norms, sigma, self.group_rate, self.groups, xp)
-
-
-#: The fused log-ratio of each kernel set that has one (others: portable array code).
-_FUSED: dict[str, Callable[..., Any]] = {"numba": host_random_phase}

@@ -134,13 +134,8 @@ class CyclicPoisson(SchemeBase):
     # -- accounting -------------------------------------------------------------------------
 
     def _require_bands(self, strategy: Strategy) -> None:
-        acc.require_bands_at_most(
-            self,
-            strategy,
-            self.min_sep,
-            f"min_sep = {self.min_sep}",
-            "each example's blocks must not overlap (Choquette-Choo et al. 2023, Thm. 4)",
-        )
+        why = "each example's blocks must not overlap (Choquette-Choo et al. 2023, Thm. 4)"
+        acc.require_bands_within_min_sep(self, strategy, why)
 
     @property
     def compositions(self) -> int:

@@ -33,14 +33,13 @@ argue away, so it is not done.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
 from minsep.framework.backend import RandomSource
 from minsep.schemes.kernels import correlation, sfc64
-from minsep.schemes.kernels.blocks import effective_coefficients, sliding_dot
+from minsep.schemes.kernels.blocks import effective_coefficients
 from minsep.schemes.kernels.buffers import reusable
 
 #: The crossover of the deterministic rule (``MINSEP_CORRELATION=fixed``); by default the
@@ -105,6 +104,23 @@ def noise_blocks(
         yield start, target
 
 
+def blockwise_losses(
+    n_samples: int,
+    blocks: Iterable[tuple[int, np.ndarray]],
+    evaluate: Callable[[int, np.ndarray, slice, np.ndarray], None],
+    count: int,
+) -> list[np.ndarray]:
+    """``ln P/Q`` at ``count`` sigmas, each block of a draw evaluated right after it is drawn:
+    ``evaluate(k, block, rows, out)`` writes sigma k's values of the rows ``rows`` into ``out``
+    (what the fused ``losses`` entries share)."""
+    outs = [np.empty(n_samples) for _ in range(count)]
+    for start, block in blocks:
+        rows = slice(start, start + block.shape[0])
+        for k, out in enumerate(outs):
+            evaluate(k, block, rows, out[rows])
+    return outs
+
+
 def noise_plan(n_steps: int, bands: int) -> correlation.Plan:
     """The correlation plan of :func:`noise_blocks` for n steps and k effective bands."""
     return correlation.plan(n_steps, bands, _block_rows(n_steps, fft=True))
@@ -136,19 +152,3 @@ def drawn_blocks(
         else:
             block = np.asarray(getattr(rng, draw)((size, n_steps)), dtype=np.float64)
         yield start, block
-
-
-def correlated_noise(
-    n_samples: int,
-    n_steps: int,
-    coefficients: tuple[float, ...],
-    rng: RandomSource,
-    xp: Any,
-    *,
-    kernels: str,
-) -> Any:
-    """``<c_i, z>`` for ``z = rng.standard_normal((n_samples, n_steps))``: :func:`host_noise`
-    under the ``"numba"`` kernel set, else the portable array code (same stream, same values)."""
-    if kernels == "numba":
-        return host_noise(n_samples, n_steps, coefficients, rng)
-    return sliding_dot(rng.standard_normal((n_samples, n_steps)), coefficients, xp)

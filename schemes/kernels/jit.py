@@ -1,4 +1,4 @@
-"""numba's ``njit`` for the compiled host kernels, and the kernel hooks of the loss models.
+"""numba's ``njit`` for the compiled host kernels, and the staleness check of its disk cache.
 
 numba is a core dependency on the platforms it ships wheels for. Which kernel set runs is the
 backend's choice (:attr:`minsep.framework.backend.Backend.kernels`, made once when the backend
@@ -18,7 +18,7 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from minsep.framework.backend import (
     INSTALL_COMMAND,
@@ -30,16 +30,12 @@ from minsep.framework.backend import (
     requested_kernels,
 )
 
-if TYPE_CHECKING:
-    from minsep.framework.backend import Backend
-
 __all__ = [
     "INSTALL_COMMAND",
     "KERNEL_CHOICES",
     "KERNEL_SETS",
     "NUMBA_AVAILABLE",
     "NUMBA_UNAVAILABLE_REASON",
-    "CompiledKernels",
     "SlowKernelsWarning",
     "array_path_note",
     "njit",
@@ -83,31 +79,6 @@ def njit(function: F | None = None, **options: Any) -> Any:
         return compiled
 
     return wrap if function is None else wrap(function)
-
-
-class CompiledKernels:
-    """Mixin of the loss models that run :mod:`.cpu_kernels` (and, with ``has_cuda_kernel``, a
-    CUDA kernel): implements the kernel hooks of
-    :class:`~minsep.framework.interfaces.PrivacyLossModel` from ``backend.kernels``."""
-
-    __slots__ = ()
-
-    #: True for a model with a fused CUDA kernel (used on cupy).
-    has_cuda_kernel: ClassVar[bool] = False
-
-    def kernel_set(self, backend: Backend) -> str:
-        """``backend.kernels``, except ``"array"`` for ``"cuda"`` on a model without one."""
-        if backend.kernels == "cuda" and not self.has_cuda_kernel:
-            return "array"
-        return backend.kernels
-
-    def kernel_notes(self, backend: Backend) -> tuple[str, ...]:
-        """A note with :func:`array_path_note` when host numpy runs the array code."""
-        import numpy as np
-
-        if backend.xp is np and self.kernel_set(backend) == "array":
-            return (array_path_note(),)
-        return ()
 
 
 #: Package folders whose sources make up the compiled kernels (every ``njit`` function and

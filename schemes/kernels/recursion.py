@@ -66,6 +66,18 @@ def warm_start_average(g: list[Any], p: float, xp: Any) -> Any:
     return total - math.log1p((b - 1) * p)
 
 
+def chain_log_ratio(
+    log_block: Any, probability: float, min_sep: int, warm_start: bool, xp: Any, *, kernels: str
+) -> Any:
+    """``ln f_1`` (cold start) or the warm-start average (:func:`warm_start_average`) of
+    Theorem 5.1's recursion whose step i, when available, participates with probability p and
+    then has the per-sample block log-ratio ``log_block[:, i]`` (docs/math.md §3)."""
+    log_go = math.log(probability) + log_block
+    log_stay = log_or_neg_inf(1.0 - probability)
+    g = backward_log_recursion(log_go, log_stay, min_sep, xp, kernels=kernels)
+    return warm_start_average(g, probability, xp) if warm_start else g[0]
+
+
 def logsumexp_terms(term: Callable[[int], Any], indices: Sequence[int], xp: Any) -> Any:
     """Stable ``ln sum_m exp(term(m))`` over ``m`` in ``indices`` (at least one term finite
     everywhere), streaming: each term is built twice (once for the peak, once for the sum) and

@@ -70,6 +70,21 @@ def chain_participation(
     return xp.stack(columns, axis=1)
 
 
+def model_chain_steps(model: Any, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
+    """:func:`chain_steps` of a loss model on the availability chain (its ``n_steps``,
+    ``probability``, ``min_sep`` and ``warm_start``) with the backend's kernel set."""
+    return chain_steps(
+        n_samples,
+        model.n_steps,
+        model.probability,
+        model.min_sep,
+        model.warm_start,
+        rng,
+        backend.xp,
+        kernels=backend.kernels,
+    )
+
+
 def chain_steps(
     n_samples: int,
     n_steps: int,

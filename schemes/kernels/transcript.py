@@ -37,18 +37,18 @@ def _nbytes(array: Any) -> int:
 
 @attrs.frozen(eq=False)
 class BlockTranscript:
-    """Per-step block correlations (b-min-sep, Poisson, multi-attribution).
+    """Per-step block correlations (b-min-sep, Poisson, cyclic Poisson, multi-attribution).
 
-    The signal ``<c_i, C x>`` is held densely, or (b-min-sep) as the participation steps, from
-    which the fused kernels add it sparsely: with min-sep b >= k bands only the 2k - 1 steps
-    around a participation carry signal, so a step list of ``4 ceil(n / b)`` bytes per sample
-    replaces a dense ``8 n``.
+    The signal ``<c_i, C x>`` is held densely, or as the participation steps (and x there),
+    from which the fused kernels add it sparsely: with min-sep b >= k bands only the 2k - 1
+    steps around a participation carry signal, so a step list of ``4 ceil(n / b)`` bytes per
+    sample replaces a dense ``8 n``.
 
     Attributes:
         direction: REMOVE (x from the scheme's law) or ADD (x = 0).
         xp: the array namespace of the arrays.
-        kernels: the kernel set of the backend that drew it (``backend.kernels``); the
-            model's ``log_ratio`` evaluates with the same set.
+        kernels: the kernel set of the model on the backend that drew it; the model's
+            ``log_ratio`` evaluates with the same set.
         noise: ``<c_i, z>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
         signal: ``<c_i, C x>``, float64 ``(n_samples, n)``, or None: given densely (``8 n``
             bytes per sample) or, when only ``steps`` is stored, rebuilt on each access (for
@@ -58,6 +58,7 @@ class BlockTranscript:
         coefficients: c, needed to rebuild a dense signal from ``steps``.
         step_weights: x at each of ``steps`` (the user's count under multi-attribution),
             ``(n_samples, m)``, or None when every participation has x = 1.
+        counts: public counts of the output (:class:`TruncatedTranscript`), or None.
     """
 
     direction: Direction
@@ -68,6 +69,7 @@ class BlockTranscript:
     steps: Any = attrs.field(default=None, repr=False)
     coefficients: tuple[float, ...] = attrs.field(default=(), repr=False)
     step_weights: Any = attrs.field(default=None, repr=False)
+    counts: Any = attrs.field(default=None, repr=False, kw_only=True)
 
     @property
     def n_samples(self) -> int:
@@ -87,7 +89,7 @@ class BlockTranscript:
 
     def nbytes(self) -> int:
         """Bytes held by the arrays (the memory of a kept transcript)."""
-        arrays = (self.noise, self._signal, self.steps, self.step_weights)
+        arrays = (self.noise, self._signal, self.counts, self.steps, self.step_weights)
         return sum(_nbytes(a) for a in arrays)
 
 
@@ -111,84 +113,22 @@ def sparse_signal(
 
 
 @attrs.frozen(eq=False)
-class BinsTranscript:
+class BinsTranscript(BlockTranscript):
     """Per-bin correlations for balls-in-bins: one column per non-empty bin s (T' = min(T, n)).
 
-    Attributes:
-        direction: REMOVE (a uniform bin) or ADD (x = 0).
-        xp: the array namespace of the arrays.
-        kernels: the kernel set of the backend that drew it (``backend.kernels``); the
-            model's ``log_ratio`` evaluates with the same set.
-        noise: ``<C x_s, z>``, float64 ``(n_samples, T')`` -- ``8 T'`` bytes per sample.
-        signal: ``<C x_s, C x_{s*}>`` for the drawn bin s*, float64 ``(n_samples, T')``, or None
-            under ADD -- ``8 T'`` bytes per sample when present.
+    ``noise`` is ``<C x_s, z>``, float64 ``(n_samples, T')`` (``8 T'`` bytes per sample);
+    ``signal`` is ``<C x_s, C x_{s*}>`` for the drawn bin s*, or None under ADD.
     """
-
-    direction: Direction
-    xp: Any = attrs.field(repr=False)
-    noise: Any = attrs.field(repr=False)
-    kernels: str = attrs.field(default="array", kw_only=True)
-    signal: Any = attrs.field(default=None, repr=False)
-
-    @property
-    def n_samples(self) -> int:
-        return _rows(self.noise)
 
 
 @attrs.frozen(eq=False)
-class TruncatedTranscript:
+class TruncatedTranscript(BlockTranscript):
     """Block correlations plus the public counts r_i of truncated b-min-sep (docs/math.md §6).
 
     Under both directions x is drawn (entries 0/1/2 under P, 0/-1 under Q: the dominating pair
-    of paper App. D is not centred at zero), so ``signal`` is always present: stored densely
+    of paper App. D is not centred at zero), so the signal is always present: stored densely
     (array path) or as the sensitive example's sampled ``steps`` with x there
-    (``step_weights``), from which the fused kernels add it sparsely.
-
-    Attributes:
-        direction: REMOVE (y ~ P) or ADD (y ~ Q).
-        xp: the array namespace of the arrays.
-        kernels: the kernel set of the backend that drew it (``backend.kernels``); the
-            model's ``log_ratio`` evaluates with the same set.
-        noise: ``<c_i, z>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample.
-        signal: ``<c_i, C x>``, float64 ``(n_samples, n)`` -- ``8 n`` bytes per sample when
-            stored; else rebuilt from ``steps`` and ``step_weights`` on each access.
-        counts: r_i, the other examples sampled at step i before truncation, int64
-            ``(n_samples, n)`` -- ``8 n`` bytes per sample (int16 or int32 on the fused host
-            path, as narrow as |D| allows).
-        steps: the sensitive example's sampled steps, int32 ``(n_samples, ceil(n / b))``
-            ascending then padded with n, or None (dense signal).
-        step_weights: x at ``steps`` (1, 2 or 0 under REMOVE; -1 or 0 under ADD), float64 like
-            ``steps``, or None.
-        coefficients: c, needed to rebuild a dense signal from ``steps``.
+    (``step_weights``: 1, 2 or 0 under REMOVE; -1 or 0 under ADD). ``counts`` holds r_i, the
+    other examples sampled at step i before truncation, ``(n_samples, n)`` int64 (int16 or
+    int32 on the fused host path, as narrow as |D| allows).
     """
-
-    direction: Direction
-    xp: Any = attrs.field(repr=False)
-    noise: Any = attrs.field(repr=False)
-    kernels: str = attrs.field(default="array", kw_only=True)
-    _signal: Any = attrs.field(default=None, repr=False, alias="signal", kw_only=True)
-    counts: Any = attrs.field(default=None, repr=False, kw_only=True)
-    steps: Any = attrs.field(default=None, repr=False, kw_only=True)
-    step_weights: Any = attrs.field(default=None, repr=False, kw_only=True)
-    coefficients: tuple[float, ...] = attrs.field(default=(), repr=False, kw_only=True)
-
-    @property
-    def n_samples(self) -> int:
-        return _rows(self.noise)
-
-    @property
-    def signal(self) -> Any:
-        """The dense ``<c_i, C x>`` (rebuilt from ``steps`` when not stored)."""
-        if self._signal is not None or self.steps is None:
-            return self._signal
-        return sparse_signal(self.steps, self.step_weights, self.noise, self.coefficients, self.xp)
-
-    @property
-    def stored_signal(self) -> Any:
-        """The dense signal if it was stored, else None (no rebuilding)."""
-        return self._signal
-
-    def nbytes(self) -> int:
-        """Bytes held by the arrays (the memory of a kept transcript)."""
-        arrays = (self.noise, self._signal, self.counts, self.steps, self.step_weights)
-        return sum(_nbytes(a) for a in arrays)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from minsep.framework.backend import RandomSource
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep.cpu_kernels import LIMIT
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels.blocks import tail_norms
@@ -81,26 +82,22 @@ def direct_coefficients(
 
 
 def host_multi_attribution(
-    values: Any,
-    steps: Any,
-    counts: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    log_weights: tuple[float, ...],
-    min_sep: int,
+    values: Any, given: Participation, sigma: float, value_scale: float, model: Any
 ) -> np.ndarray:
     """``ln P/Q`` per row from ``x_i = value_scale * values_i + <c_i, C x> / sigma^2``
     (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i, y>``);
-    ``steps`` None means no signal (x = 0); ``log_weights[j] = ln Pr[Binomial(k_u, p) = j]``."""
+    ``given.steps`` None means no signal (x = 0), else ``given.weights`` holds the user's
+    counts there. ``model``: the multi-attribution loss model (its coefficients, min_sep and
+    ``log_weights()``, ``ln Pr[Binomial(k_u, p) = j]`` for j = 0..k_u)."""
+    coefficients, log_weights, min_sep = model.coefficients, model.log_weights(), model.min_sep
     values = host_array(values, np.float64)
     n_samples, n = values.shape
-    if steps is None:
+    if given.steps is None:
         steps_arr = np.empty((n_samples, 0), dtype=np.int32)
         counts_arr = np.empty((n_samples, 0), dtype=np.int32)
     else:
-        steps_arr = host_array(steps, np.int32)
-        counts_arr = host_array(counts, np.int32)
+        steps_arr = host_array(given.steps, np.int32)
+        counts_arr = host_array(given.weights, np.int32)
     inv_s2 = 1.0 / (sigma * sigma)
     half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n)
     js, log_w = _terms(tuple(log_weights))

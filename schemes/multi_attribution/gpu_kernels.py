@@ -20,12 +20,12 @@ against the array code, so the arithmetic is tested without a GPU. **Not yet mea
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import numpy as np
 
+from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.blocks import tail_norms
 
 #: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
@@ -103,19 +103,6 @@ extern "C" __global__ void minsep_multi_attribution(
 #endif
 """
 
-#: Threads per block of the kernel.
-THREADS = 128
-#: Bytes of ring scratch per launch (rows are batched to stay below it).
-RING_BYTES = 1 << 28
-
-
-@functools.cache
-def _kernel() -> Any:  # pragma: no cover - needs a GPU
-    import cupy
-
-    module = cupy.RawModule(code=SOURCE, options=("--std=c++14",))
-    return module.get_function("minsep_multi_attribution")
-
 
 def terms(log_weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     """``(js, ln w_j)`` over the counts j >= 1 of positive probability (host float64)."""
@@ -124,63 +111,36 @@ def terms(log_weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def device_multi_attribution(
-    values: Any,
-    signal: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    log_weights: tuple[float, ...],
-    min_sep: int,
+    values: Any, given: Any, sigma: float, value_scale: float, model: Any
 ) -> Any:  # pragma: no cover - needs a GPU
     """``ln P/Q`` per row on the GPU from ``x_i = value_scale * values_i + signal_i /
-    sigma^2`` (``signal`` None: no signal); ``log_weights[j] = ln Pr[Binomial(k_u, p) = j]``."""
+    sigma^2`` (``given.signal`` None: no signal), for ``model`` as
+    :func:`~.fused.host_multi_attribution` reads it."""
     import cupy as cp
 
+    coefficients, log_weights, min_sep = model.coefficients, model.log_weights(), model.min_sep
     rows, n = int(values.shape[0]), int(values.shape[1])
-    values = values if values.dtype == cp.float64 else values.astype(cp.float64)
-    item = values.itemsize
-    has_signal = signal is not None
-    if has_signal:
-        signal = signal if signal.dtype == cp.float64 else signal.astype(cp.float64)
-    else:
-        signal = values  # not read
+    values_rows = gpu.float64_rows(values, cp)
+    signal_rows = gpu.signal_rows(given.signal, values_rows[0], cp)
     inv_s2 = 1.0 / (sigma * sigma)
     half_norms = cp.asarray((0.5 * inv_s2) * tail_norms(coefficients, n))
     js_host, log_w_host = terms(log_weights)
     js, log_w = cp.asarray(js_host), cp.asarray(log_w_host)
     log_q = float(log_weights[0])
     stays = math.isfinite(log_q)
-    out = cp.empty(rows, dtype=cp.float64)
-    batch = max(1, min(rows, RING_BYTES // (8 * min_sep)))
-    ring = cp.empty(min_sep * batch, dtype=cp.float64)
-    kernel = _kernel()
-    for row0 in range(0, rows, batch):
-        count = min(batch, rows - row0)
-        kernel(
-            ((count + THREADS - 1) // THREADS,),
-            (THREADS,),
-            (
-                values,
-                np.int64(values.strides[0] // item),
-                np.int64(values.strides[1] // item),
-                signal,
-                np.int64(signal.strides[0] // signal.itemsize),
-                np.int64(signal.strides[1] // signal.itemsize),
-                np.int32(has_signal),
-                half_norms,
-                js,
-                log_w,
-                np.int32(js_host.size),
-                np.int32(n),
-                np.int32(min_sep),
-                np.float64(value_scale),
-                np.float64(inv_s2),
-                np.float64(log_q if stays else 0.0),
-                np.int32(stays),
-                out,
-                np.int32(row0),
-                np.int32(count),
-                ring,
-            ),
-        )
-    return out
+    operands = (
+        *values_rows,
+        *signal_rows,
+        half_norms,
+        js,
+        log_w,
+        np.int32(js_host.size),
+        np.int32(n),
+        np.int32(min_sep),
+        np.float64(value_scale),
+        np.float64(inv_s2),
+        np.float64(log_q if stays else 0.0),
+        np.int32(stays),
+    )
+    kernel = gpu.compiled(SOURCE, "minsep_multi_attribution")
+    return gpu.launch(kernel, rows, min_sep, operands, cp)

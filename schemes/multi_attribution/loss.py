@@ -15,26 +15,24 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource, default_kernels
-from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.kernel_table import KernelTable, Participation
+from minsep.framework.loss_model import Direction
 from minsep.schemes.kernels.fields import as_coefficients, check_bands_fit, coefficients_validator
-from minsep.schemes.kernels.fused import correlated_noise
-from minsep.schemes.kernels.jit import CompiledKernels
+from minsep.schemes.kernels.fused import host_noise
+from minsep.schemes.kernels.model import BlockLossModel
 from minsep.schemes.kernels.recursion import (
     backward_log_recursion,
     log_or_neg_inf,
     logsumexp_terms,
 )
 from minsep.schemes.kernels.sampling import user_participation
-from minsep.schemes.kernels.transcript import BlockTranscript
 from minsep.schemes.multi_attribution import gpu_kernels
 from minsep.schemes.multi_attribution.fused import host_multi_attribution, host_user_steps
 
@@ -101,7 +99,7 @@ MAX_USER_EXAMPLES = 10_000
 
 
 @attrs.frozen
-class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
+class MultiAttributionLossModel(BlockLossModel):
     """Dominating pair of multi-attribution b-min-sep subsampling, Algorithm 3 (cold start).
 
     Attributes:
@@ -125,7 +123,11 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
     (:mod:`.gpu_kernels`), and portable array code elsewhere.
     """
 
-    has_cuda_kernel: ClassVar[bool] = True
+    kernel_table: ClassVar[KernelTable] = KernelTable(
+        noise={"numba": host_noise},
+        sparse_ratio={"numba": host_multi_attribution},
+        dense_ratio={"cuda": gpu_kernels.device_multi_attribution},
+    )
 
     coefficients: tuple[float, ...] = attrs.field(
         converter=as_coefficients, validator=coefficients_validator
@@ -169,98 +171,35 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
         running sum and temporaries of the streamed sum over j; measured peak 72 n bytes).
         Fused path: the transcript plus one row of n (its scratch is per block)."""
         n = self.n_steps
-        if self.kernel_set(backend) in _FUSED:
+        if self.kernel_set(backend) in self.kernel_table.sparse_ratio:
             sparse = 8 * -(-n // self.min_sep) if direction is Direction.REMOVE else 0
             return 8 * n + sparse + 8 * n
         return 8 * 10 * n
 
-    def draw(
-        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
-    ) -> BlockTranscript:
-        """Under REMOVE draw the user's counts x, then z; under ADD only z (x = 0)."""
-        self._note()
-        xp = backend.xp
-        kernels = self.kernel_set(backend)
-        signal = steps = counts = None
-        if direction is Direction.REMOVE:
-            if kernels in _FUSED:  # the same uniforms, kept as steps and counts
-                steps, counts = host_user_steps(
-                    n_samples,
-                    self.n_steps,
-                    self.probability,
-                    self.min_sep,
-                    self.max_user_examples,
-                    rng,
-                )
-            else:
-                x = self._participation(n_samples, rng, backend)
-                signal = signal_dots(x, self.coefficients, xp)
-        noise = correlated_noise(
-            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
-        )
-        return BlockTranscript(
-            direction=direction,
-            xp=xp,
-            noise=noise,
-            signal=signal,
-            steps=steps,
-            step_weights=counts,
-            coefficients=self.coefficients,
-            kernels=kernels,
-        )
-
-    def log_ratio(self, transcript: Any, sigma: float) -> Any:
-        """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
-        self._note()
-        if transcript.kernels in _FUSED and transcript.stored_signal is None:
-            return self._fused(
-                transcript.kernels,
-                transcript.noise,
-                transcript.steps,
-                transcript.step_weights,
-                sigma,
-                1.0 / sigma,
+    def participation_draw(
+        self, samples: int, direction: Direction, rng: RandomSource, backend: Backend, sparse: bool
+    ) -> Participation:
+        """Under REMOVE the user's counts x: kept at the steps where they are positive when
+        ``sparse`` (the same uniforms), else as the dense signal; under ADD nothing (x = 0)."""
+        if direction is not Direction.REMOVE:
+            return Participation()
+        if sparse:
+            steps, counts = host_user_steps(
+                samples, self.n_steps, self.probability, self.min_sep, self.max_user_examples, rng
             )
-        if transcript.kernels in _DEVICE:
-            return self._device(
-                transcript.kernels, transcript.noise, transcript.signal, sigma, 1 / sigma
-            )
-        dots = sigma * transcript.noise
-        if transcript.signal is not None:
-            dots = transcript.signal + dots
-        return self._from_dots(dots, sigma, transcript.xp, transcript.kernels)
+            return Participation(steps=steps, weights=counts)
+        x = self._participation(samples, rng, backend)
+        return Participation(signal=self.signal_of(x, backend.xp))
 
-    def log_ratio_at(self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None) -> Any:
-        """``ln P(y)/Q(y)`` at given outputs ``y`` (float64 ``(n_samples, n)`` of ``xp``), with
-        ``kernels`` (default: those of a default backend over ``xp``)."""
-        self._note()
-        dots = sliding_dot(outputs, self.coefficients, xp)
-        kernels = kernels or default_kernels(xp)
-        if kernels in _FUSED:
-            return self._fused(kernels, dots, None, None, sigma, 1.0 / sigma**2)
-        if kernels in _DEVICE:
-            return self._device(kernels, dots, None, sigma, 1.0 / sigma**2)
-        return self._from_dots(dots, sigma, xp, kernels)
+    def log_weights(self) -> tuple[float, ...]:
+        """``ln Pr[Binomial(k_u, p) = j]`` for j = 0..k_u (the compiled entries read them)."""
+        return tuple(binomial_log_weights(self.max_user_examples, self.probability))
 
-    def _device(self, kernels: str, values: Any, signal: Any, sigma: float, scale: float) -> Any:
-        weights = binomial_log_weights(self.max_user_examples, self.probability)
-        return _DEVICE[kernels](
-            values, signal, self.coefficients, sigma, scale, tuple(weights), self.min_sep
-        )
-
-    def _fused(
-        self, kernels: str, values: Any, steps: Any, counts: Any, sigma: float, scale: float
-    ) -> Any:
-        weights = binomial_log_weights(self.max_user_examples, self.probability)
-        return _FUSED[kernels](
-            values, steps, counts, self.coefficients, sigma, scale, tuple(weights), self.min_sep
-        )
-
-    def _from_dots(self, dots: Any, sigma: float, xp: Any, kernels: str) -> Any:
-        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
+    def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
+        """:func:`multi_attribution_log_ratio` (the array code)."""
         return multi_attribution_log_ratio(
             dots,
-            norms,
+            self.tail_norms(xp),
             sigma,
             self.probability,
             self.min_sep,
@@ -268,15 +207,6 @@ class MultiAttributionLossModel(CompiledKernels, PrivacyLossModel):
             xp,
             kernels=kernels,
         )
-
-    def _note(self) -> None:
-        """Hook for subclasses that must flag their use (the conjectured Algorithm 4)."""
-
-
-#: The fused log-ratio of each kernel set that has one (others: portable array code).
-_FUSED: dict[str, Callable[..., Any]] = {"numba": host_multi_attribution}
-#: The device log-ratio of each kernel set that has one (on the array code's dense draws).
-_DEVICE: dict[str, Callable[..., Any]] = {"cuda": gpu_kernels.device_multi_attribution}
 
 
 @attrs.frozen

@@ -197,13 +197,8 @@ class MultiAttributionBase(SchemeBase):
     # -- accounting -------------------------------------------------------------------------
 
     def _require_bands(self, strategy: Strategy) -> None:
-        acc.require_bands_at_most(
-            self,
-            strategy,
-            self.min_sep,
-            f"min_sep = {self.min_sep}",
-            "the single-user recursion of Theorem 6.1 needs disjoint blocks",
-        )
+        why = "the single-user recursion of Theorem 6.1 needs disjoint blocks"
+        acc.require_bands_within_min_sep(self, strategy, why)
 
     def _loss_arguments(self, strategy: Strategy) -> dict[str, Any]:
         self._require_bands(strategy)

@@ -19,12 +19,12 @@ import attrs
 import numpy as np
 
 from minsep.framework.backend import Backend, RandomSource
-from minsep.framework.interfaces import Direction
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep.fused import signal_table
 from minsep.schemes.kernels import sfc64
 from minsep.schemes.kernels.blocks import tail_norms
 from minsep.schemes.kernels.buffers import reusable
-from minsep.schemes.kernels.fused import noise_blocks
+from minsep.schemes.kernels.fused import blockwise_losses, noise_blocks
 from minsep.schemes.kernels.mixture_kernels import host_array, uniform_blocks
 from minsep.schemes.kernels.sampling import chain_steps, host_generator
 from minsep.schemes.truncated import cpu_kernels
@@ -161,72 +161,45 @@ def _host_counts(counts: Any) -> np.ndarray:
 
 
 def host_truncated(
-    values: Any,
-    steps: Any,
-    weights: Any,
-    counts: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
-    max_batch_size: int,
+    values: Any, given: Participation, sigma: float, value_scale: float, model: Any
 ) -> np.ndarray:
     """``ln P(y|r)/Q(y|r)`` per row from ``x_i = value_scale * values_i + <c_i, C x> /
     sigma^2`` (``value_scale``: 1/sigma for noise correlations, 1/sigma^2 for dots ``<c_i,
-    y>``); ``steps`` None means a dense signal already in ``values``."""
+    y>``) and the counts ``given.counts``; ``given.steps`` None means a dense signal already
+    in ``values``, else x there is ``given.weights``. ``model``: the truncated loss model (its
+    coefficients, probability, min_sep, warm_start and max_batch_size)."""
     values = host_array(values, np.float64)
     n_samples, n = values.shape
-    if steps is None:
+    if given.steps is None:
         steps_arr = np.empty((n_samples, 0), dtype=np.int32)
         weights_arr = np.empty((n_samples, 0))
     else:
-        steps_arr = host_array(steps, np.int32)
-        weights_arr = host_array(weights, np.float64)
+        steps_arr = host_array(given.steps, np.int32)
+        weights_arr = host_array(given.weights, np.float64)
     out = np.empty(n_samples)
-    evaluation = Evaluation.of(coefficients, n, sigma, value_scale, probability, min_sep,
-                               warm_start, max_batch_size)  # fmt: skip
-    evaluation.run(values, steps_arr, weights_arr, _host_counts(counts), out)
+    evaluation = Evaluation.of(model, n, sigma, value_scale)
+    evaluation.run(values, steps_arr, weights_arr, _host_counts(given.counts), out)
     return out
 
 
 def host_losses(
-    n_samples: int,
-    direction: Direction,
-    coefficients: tuple[float, ...],
-    n_steps: int,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
-    dataset_size: int,
-    max_batch_size: int,
-    rng: RandomSource,
-    backend: Backend,
-    sigmas: Sequence[float],
+    n_samples: int, given: Participation, rng: RandomSource, sigmas: Sequence[float], model: Any
 ) -> list[np.ndarray]:
-    """``sign * ln P(y|r)/Q(y|r)`` at every sigma, each block of noise evaluated right after it
+    """``ln P(y|r)/Q(y|r)`` at every sigma, each block of noise evaluated right after it
     is correlated: the values of :func:`host_truncated` on the transcript of
     :meth:`~minsep.schemes.truncated.loss.TruncatedBMinSepLossModel.draw` (the pattern and
-    counts first, then :func:`~minsep.schemes.kernels.fused.noise_blocks`: the same stream, bit
-    for bit), without writing and reading back the ``8 n`` bytes per sample of noise."""
-    steps, weights, counts = host_pattern(
-        n_samples, n_steps, probability, min_sep, warm_start, dataset_size, max_batch_size,
-        direction is Direction.REMOVE, rng, backend,
-    )  # fmt: skip
-    counts = _host_counts(counts)
-    outs = [np.empty(n_samples) for _ in sigmas]
-    settings = (probability, min_sep, warm_start, max_batch_size)
-    evaluations = [
-        Evaluation.of(coefficients, n_steps, sigma, 1.0 / sigma, *settings) for sigma in sigmas
-    ]
-    for start, block in noise_blocks(n_samples, n_steps, coefficients, rng):
-        rows = slice(start, start + block.shape[0])
-        for out, evaluation in zip(outs, evaluations, strict=True):
-            evaluation.run(block, steps[rows], weights[rows], counts[rows], out[rows])
-    for out in outs:
-        np.multiply(out, direction.sign, out=out)  # as Direction.sign * ln P/Q
-    return outs
+    counts ``given`` first, from :func:`host_pattern`, then
+    :func:`~minsep.schemes.kernels.fused.noise_blocks`: the same stream, bit for bit), without
+    writing and reading back the ``8 n`` bytes per sample of noise."""
+    steps, weights = given.steps, given.weights
+    counts = _host_counts(given.counts)
+    evaluations = [Evaluation.of(model, model.n_steps, sigma, 1.0 / sigma) for sigma in sigmas]
+
+    def evaluate(k: int, block: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        evaluations[k].run(block, steps[rows], weights[rows], counts[rows], out)
+
+    blocks = noise_blocks(n_samples, model.n_steps, model.coefficients, rng)
+    return blockwise_losses(n_samples, blocks, evaluate, len(sigmas))
 
 
 @attrs.frozen(eq=False)
@@ -244,22 +217,14 @@ class Evaluation:
     max_batch_size: int
 
     @classmethod
-    def of(
-        cls,
-        coefficients: tuple[float, ...],
-        n_steps: int,
-        sigma: float,
-        value_scale: float,
-        probability: float,
-        min_sep: int,
-        warm_start: bool,
-        max_batch_size: int,
-    ) -> Evaluation:
+    def of(cls, model: Any, n_steps: int, sigma: float, value_scale: float) -> Evaluation:
+        """The inputs for ``model`` (a truncated loss model) over ``n_steps`` at ``sigma``."""
         inv_s2 = 1.0 / (sigma * sigma)
+        coefficients = model.coefficients
         half_norms = (0.5 * inv_s2) * tail_norms(coefficients, n_steps)
         return cls(signal_table(coefficients, n_steps), half_norms, float(value_scale), inv_s2,
-                   float(probability), int(min_sep), bool(warm_start),
-                   int(max_batch_size))  # fmt: skip
+                   float(model.probability), int(model.min_sep), bool(model.warm_start),
+                   int(model.max_batch_size))  # fmt: skip
 
     def run(
         self,

@@ -21,12 +21,12 @@ array code. **Not yet measured on a GPU.**
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import numpy as np
 
+from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.blocks import tail_norms
 
 #: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
@@ -127,83 +127,42 @@ extern "C" __global__ void minsep_truncated(
 #endif
 """
 
-#: Threads per block of the kernel.
-THREADS = 128
-#: Bytes of ring scratch per launch (rows are batched to stay below it).
-RING_BYTES = 1 << 28
-
-
-@functools.cache
-def _kernel() -> Any:  # pragma: no cover - needs a GPU
-    import cupy
-
-    module = cupy.RawModule(code=SOURCE, options=("--std=c++14",))
-    return module.get_function("minsep_truncated")
-
 
 def device_truncated(
-    values: Any,
-    signal: Any,
-    counts: Any,
-    coefficients: tuple[float, ...],
-    sigma: float,
-    value_scale: float,
-    probability: float,
-    min_sep: int,
-    warm_start: bool,
-    max_batch_size: int,
+    values: Any, given: Any, sigma: float, value_scale: float, model: Any
 ) -> Any:  # pragma: no cover - needs a GPU
     """``ln P(y|r)/Q(y|r)`` per row on the GPU from ``x_i = value_scale * values_i + signal_i
-    / sigma^2`` (``signal`` None: no signal) and the counts r."""
+    / sigma^2`` (``signal = given.signal``; None: no signal) and the counts ``r =
+    given.counts``."""
     import cupy as cp
 
+    coefficients, probability, min_sep = model.coefficients, model.probability, model.min_sep
+    warm_start, max_batch_size = model.warm_start, model.max_batch_size
     rows, n = int(values.shape[0]), int(values.shape[1])
-    values = values if values.dtype == cp.float64 else values.astype(cp.float64)
-    has_signal = signal is not None
-    if has_signal:
-        signal = signal if signal.dtype == cp.float64 else signal.astype(cp.float64)
-    else:
-        signal = values  # not read
-    counts = cp.asarray(counts, dtype=cp.int64)
+    values_rows = gpu.float64_rows(values, cp)
+    signal_rows = gpu.signal_rows(given.signal, values_rows[0], cp)
+    counts = cp.asarray(given.counts, dtype=cp.int64)
     inv_s2 = 1.0 / (sigma * sigma)
     half_norms = cp.asarray((0.5 * inv_s2) * tail_norms(coefficients, n))
     q = 1.0 - probability
     stays = q > 0.0
-    out = cp.empty(rows, dtype=cp.float64)
-    batch = max(1, min(rows, RING_BYTES // (16 * min_sep)))
-    ring = cp.empty(2 * min_sep * batch, dtype=cp.float64)
-    kernel = _kernel()
-    for row0 in range(0, rows, batch):
-        count = min(batch, rows - row0)
-        kernel(
-            ((count + THREADS - 1) // THREADS,),
-            (THREADS,),
-            (
-                values,
-                np.int64(values.strides[0] // values.itemsize),
-                np.int64(values.strides[1] // values.itemsize),
-                signal,
-                np.int64(signal.strides[0] // signal.itemsize),
-                np.int64(signal.strides[1] // signal.itemsize),
-                np.int32(has_signal),
-                counts,
-                np.int64(counts.strides[0] // counts.itemsize),
-                np.int64(counts.strides[1] // counts.itemsize),
-                half_norms,
-                np.int32(n),
-                np.int32(min_sep),
-                np.float64(value_scale),
-                np.float64(inv_s2),
-                np.float64(math.log(probability)),
-                np.float64(probability),
-                np.float64(math.log(q) if stays else 0.0),
-                np.int32(stays),
-                np.int32(warm_start),
-                np.int64(max_batch_size),
-                out,
-                np.int32(row0),
-                np.int32(count),
-                ring,
-            ),
-        )
-    return out
+    operands = (
+        *values_rows,
+        *signal_rows,
+        counts,
+        np.int64(counts.strides[0] // counts.itemsize),
+        np.int64(counts.strides[1] // counts.itemsize),
+        half_norms,
+        np.int32(n),
+        np.int32(min_sep),
+        np.float64(value_scale),
+        np.float64(inv_s2),
+        np.float64(math.log(probability)),
+        np.float64(probability),
+        np.float64(math.log(q) if stays else 0.0),
+        np.int32(stays),
+        np.int32(warm_start),
+        np.int64(max_batch_size),
+    )
+    kernel = gpu.compiled(SOURCE, "minsep_truncated")
+    return gpu.launch(kernel, rows, 2 * min_sep, operands, cp)

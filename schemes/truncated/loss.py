@@ -23,31 +23,19 @@ warm-start average being applied to P/R and Q/R separately before the ratio (App
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
 
 from minsep.framework import validation as v
-from minsep.framework.backend import Backend, RandomSource, default_kernels
-from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.kernels.fields import (
-    as_coefficients,
-    boolean,
-    check_bands_fit,
-    coefficients_validator,
-)
-from minsep.schemes.kernels.fused import correlated_noise
-from minsep.schemes.kernels.jit import CompiledKernels
-from minsep.schemes.kernels.recursion import (
-    backward_log_recursion,
-    log_or_neg_inf,
-    warm_start_average,
-)
-from minsep.schemes.kernels.sampling import chain_steps, host_generator, steps_to_pattern
-from minsep.schemes.kernels.transcript import TruncatedTranscript
+from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.kernel_table import KernelTable, Participation
+from minsep.framework.loss_model import Direction
+from minsep.schemes.kernels.fused import host_noise
+from minsep.schemes.kernels.model import ChainLossModel
+from minsep.schemes.kernels.recursion import chain_log_ratio
+from minsep.schemes.kernels.sampling import host_generator, steps_to_pattern
+from minsep.schemes.kernels.transcript import BlockTranscript, TruncatedTranscript
 from minsep.schemes.truncated import gpu_kernels
 from minsep.schemes.truncated.counts import table_counts
 from minsep.schemes.truncated.fused import host_losses, host_pattern, host_truncated
@@ -108,16 +96,13 @@ def truncated_log_ratio(
         xp.logaddexp(log_keep - scaled_dots - 0.5 * scaled_norms, log_drop),
         0.0,
     )
-    log_stay, log_p = log_or_neg_inf(1.0 - probability), math.log(probability)
-    g_p = backward_log_recursion(log_p + log_p_block, log_stay, min_sep, xp, kernels=kernels)
-    g_q = backward_log_recursion(log_p + log_q_block, log_stay, min_sep, xp, kernels=kernels)
-    if warm_start:
-        return warm_start_average(g_p, probability, xp) - warm_start_average(g_q, probability, xp)
-    return g_p[0] - g_q[0]
+    settings = (probability, min_sep, warm_start, xp)
+    log_p = chain_log_ratio(log_p_block, *settings, kernels=kernels)
+    return log_p - chain_log_ratio(log_q_block, *settings, kernels=kernels)
 
 
 @attrs.frozen
-class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
+class TruncatedBMinSepLossModel(ChainLossModel):
     """Dominating pair of truncated b-min-sep subsampling, given the public counts r_i.
 
     Attributes:
@@ -148,20 +133,16 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
     (:mod:`.gpu_kernels`), and portable array code elsewhere.
     """
 
-    has_cuda_kernel: ClassVar[bool] = True
-
-    coefficients: tuple[float, ...] = attrs.field(
-        converter=as_coefficients, validator=coefficients_validator
+    transcript_type: ClassVar[type[BlockTranscript]] = TruncatedTranscript
+    kernel_table: ClassVar[KernelTable] = KernelTable(
+        noise={"numba": host_noise},
+        sparse_ratio={"numba": host_truncated},
+        dense_ratio={"cuda": gpu_kernels.device_truncated},
+        losses={"numba": host_losses},
     )
-    n_steps: int = attrs.field(validator=v.positive_int())
-    min_sep: int = attrs.field(validator=v.positive_int())
-    probability: float = attrs.field(validator=v.probability())
-    warm_start: bool = attrs.field(validator=boolean)
+
     dataset_size: int = attrs.field(validator=v.positive_int())
     max_batch_size: int = attrs.field(validator=v.positive_int())
-
-    def __attrs_post_init__(self) -> None:
-        check_bands_fit(self, self.coefficients, self.min_sep)
 
     def counts(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """The public counts r_i of the other |D| - 1 examples, int64 ``(n_samples, n)``."""
@@ -187,16 +168,7 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
         then ``S x ceil(n / b)`` survival coins, coin j deciding at the j-th participation
         (a coin per participation slot: the coins of distinct steps are independent)."""
         xp = backend.xp
-        steps = chain_steps(
-            n_samples,
-            self.n_steps,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            rng,
-            xp,
-            kernels=backend.kernels,
-        )
+        steps = self.steps(n_samples, rng, backend)
         sampled = steps_to_pattern(steps, self.n_steps, xp)
         counts = self.counts(n_samples, rng, backend)
         truncating = counts >= self.max_batch_size
@@ -218,20 +190,19 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
         during the evaluation; measured peak 90 n bytes). Fused path: the transcript (at most
         ``16 n`` plus ``12 ceil(n / b)``) and one row of n."""
         n = self.n_steps
-        if self.kernel_set(backend) in _FUSED:
+        if self.kernel_set(backend) in self.kernel_table.sparse_ratio:
             return 24 * n + 12 * -(-n // self.min_sep)
         return 8 * 12 * n
 
-    def draw(
-        self, n_samples: int, direction: Direction, rng: RandomSource, backend: Backend
-    ) -> TruncatedTranscript:
-        """Draw (x, r) for ``direction`` (P under REMOVE, Q under ADD), then z."""
-        xp = backend.xp
-        kernels = self.kernel_set(backend)
-        signal = steps = weights = None
-        if kernels in _FUSED:  # the same streams; x kept at the sampled steps
+    def participation_draw(
+        self, samples: int, direction: Direction, rng: RandomSource, backend: Backend, sparse: bool
+    ) -> Participation:
+        """(x, r) for ``direction`` (P under REMOVE, Q under ADD): x kept at the sampled steps
+        when ``sparse`` (:func:`~.fused.host_pattern`, the same streams), else as the dense
+        signal; r as the counts."""
+        if sparse:
             steps, weights, counts = host_pattern(
-                n_samples,
+                samples,
                 self.n_steps,
                 self.probability,
                 self.min_sep,
@@ -242,135 +213,23 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
                 rng,
                 backend,
             )
-        else:
-            x, counts = self.participation(n_samples, direction, rng, backend)
-            signal = signal_dots(x, self.coefficients, xp)
-        noise = correlated_noise(
-            n_samples, self.n_steps, self.coefficients, rng, xp, kernels=backend.kernels
-        )
-        return TruncatedTranscript(
-            direction=direction,
-            xp=xp,
-            noise=noise,
-            signal=signal,
-            counts=counts,
-            steps=steps,
-            step_weights=weights,
-            coefficients=self.coefficients,
-            kernels=kernels,
-        )
+            return Participation(steps=steps, weights=weights, counts=counts)
+        x, counts = self.participation(samples, direction, rng, backend)
+        return Participation(signal=self.signal_of(x, backend.xp), counts=counts)
 
-    def privacy_losses(
-        self,
-        n_samples: int,
-        direction: Direction,
-        rng: RandomSource,
-        backend: Backend,
-        sigmas: Sequence[float],
-    ) -> list[Any]:
-        """The losses of one draw at every sigma; on the host kernels fused block by block
-        (:func:`~minsep.schemes.truncated.fused.host_losses`: the same values as
-        ``privacy_loss(draw(...), sigma)``, without holding the noise)."""
-        if self.kernel_set(backend) != "numba":
-            return super().privacy_losses(n_samples, direction, rng, backend, sigmas)
-        return host_losses(
-            n_samples,
-            direction,
-            self.coefficients,
-            self.n_steps,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            self.dataset_size,
-            self.max_batch_size,
-            rng,
-            backend,
-            sigmas,
-        )
-
-    def log_ratio(self, transcript: Any, sigma: float) -> Any:
-        """``ln P(y | r)/Q(y | r)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
-        if transcript.kernels in _FUSED and transcript.stored_signal is None:
-            return self._fused(
-                transcript.kernels,
-                transcript.noise,
-                transcript.steps,
-                transcript.step_weights,
-                transcript.counts,
-                sigma,
-                1.0 / sigma,
-            )
-        if transcript.kernels in _DEVICE:
-            return self._device(
-                transcript.kernels,
-                transcript.noise,
-                transcript.signal,
-                transcript.counts,
-                sigma,
-                1.0 / sigma,
-            )
-        dots = transcript.signal + sigma * transcript.noise
-        return self._from_dots(dots, transcript.counts, sigma, transcript.xp, transcript.kernels)
-
-    def log_ratio_at(
+    def log_ratio_at(  # type: ignore[override]
         self, outputs: Any, counts: Any, sigma: float, xp: Any, kernels: str | None = None
     ) -> Any:
         """``ln P(y | r)/Q(y | r)`` at given outputs ``y`` and counts ``r`` (``(S, n)`` each),
         with ``kernels`` (default: those of a default backend over ``xp``)."""
-        dots = sliding_dot(outputs, self.coefficients, xp)
-        kernels = kernels or default_kernels(xp)
-        if kernels in _FUSED:
-            return self._fused(kernels, dots, None, None, counts, sigma, 1.0 / sigma**2)
-        if kernels in _DEVICE:
-            return self._device(kernels, dots, None, counts, sigma, 1.0 / sigma**2)
-        return self._from_dots(dots, counts, sigma, xp, kernels)
+        return self.ratio_at(outputs, Participation(counts=counts), sigma, xp, kernels)
 
-    def _device(
-        self, kernels: str, values: Any, signal: Any, counts: Any, sigma: float, scale: float
-    ) -> Any:
-        return _DEVICE[kernels](
-            values,
-            signal,
-            counts,
-            self.coefficients,
-            sigma,
-            scale,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            self.max_batch_size,
-        )
-
-    def _fused(
-        self,
-        kernels: str,
-        values: Any,
-        steps: Any,
-        weights: Any,
-        counts: Any,
-        sigma: float,
-        scale: float,
-    ) -> Any:
-        return _FUSED[kernels](
-            values,
-            steps,
-            weights,
-            counts,
-            self.coefficients,
-            sigma,
-            scale,
-            self.probability,
-            self.min_sep,
-            self.warm_start,
-            self.max_batch_size,
-        )
-
-    def _from_dots(self, dots: Any, counts: Any, sigma: float, xp: Any, kernels: str) -> Any:
-        norms = xp.asarray(tail_norms(self.coefficients, self.n_steps))
+    def ratio(self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str) -> Any:
+        """:func:`truncated_log_ratio` given the counts r (the array code)."""
         return truncated_log_ratio(
             dots,
-            norms,
-            counts,
+            self.tail_norms(xp),
+            given.counts,
             sigma,
             self.probability,
             self.min_sep,
@@ -379,9 +238,3 @@ class TruncatedBMinSepLossModel(CompiledKernels, PrivacyLossModel):
             xp,
             kernels=kernels,
         )
-
-
-#: The fused log-ratio of each kernel set that has one (others: portable array code).
-_FUSED: dict[str, Callable[..., Any]] = {"numba": host_truncated}
-#: The device log-ratio of each kernel set that has one (on the array code's dense draws).
-_DEVICE: dict[str, Callable[..., Any]] = {"cuda": gpu_kernels.device_truncated}

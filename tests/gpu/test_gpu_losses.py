@@ -14,6 +14,7 @@ import pytest
 
 from minsep.framework.backend import get_backend
 from minsep.framework.interfaces import Direction
+from minsep.framework.kernel_table import Participation
 from minsep.framework.montecarlo import EngineConfig, sample
 from minsep.schemes.b_min_sep.fused import host_b_min_sep
 from minsep.schemes.losses import BMinSepLossModel
@@ -50,8 +51,7 @@ def test_cuda_kernel_matches_the_host_kernels(case: tuple[Any, ...], direction: 
     steps = None if transcript.steps is None else cupy.asnumpy(transcript.steps)
     for sigma in (0.02, 0.3, 1.0, 8.0):
         got = cupy.asnumpy(model.log_ratio(transcript, sigma))
-        want = host_b_min_sep(noise, steps, model.coefficients, sigma, 1 / sigma,
-                              model.probability, model.min_sep, model.warm_start)  # fmt: skip
+        want = host_b_min_sep(noise, Participation(steps=steps), sigma, 1 / sigma, model)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 

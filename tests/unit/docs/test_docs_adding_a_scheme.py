@@ -12,10 +12,12 @@ import attrs
 import numpy as np
 import pytest
 
+from minsep.framework.backend import numpy_backend
 from minsep.framework.cli.main import main
 from minsep.framework.errors import ConfigurationError, InfeasibleError, NotAccountableError
 from minsep.framework.interfaces import Direction
 from minsep.framework.registries import schemes
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 from minsep.testing import LossModelContract, assert_loss_model_matches_bruteforce
 from tests.contracts.base import SchemeContract
 from tests.unit.docs.doc_pages import DOCS, executed, python_blocks
@@ -33,10 +35,33 @@ def walkthrough() -> Iterator[dict[str, Any]]:
 
 def test_page_has_the_walkthrough_blocks() -> None:
     blocks = python_blocks(DOC)
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     assert "@schemes.register" in blocks[0] and "class TestRandomReshuffling" in blocks[1]
     assert "class ReshufflingLossModel" in blocks[3]
     assert "assert_mc_agrees_with_exact(" in blocks[4]
+    assert "class PoissonLossModel(BlockLossModel)" in blocks[5]
+
+
+def test_a_kernel_table_gives_the_compiled_path(walkthrough: dict[str, Any]) -> None:
+    """The page's kernel-table model: its numba entry runs on the numba set and gives the array
+    code's losses from the same stream; without numba it runs the array code with a note."""
+    model = walkthrough["PoissonLossModel"](n_steps=12, probability=0.3)
+    array = numpy_backend("array")
+    assert model.kernel_set(array) == "array" and model.kernel_notes(array)
+    y = np.random.default_rng(2).normal(0.4, 1.2, size=(9, 12))
+    exact = np.sum(np.log(0.7 + 0.3 * np.exp((y - 0.5) / 0.8**2)), axis=1)
+    np.testing.assert_allclose(model.log_ratio_at(y, 0.8, np, kernels="array"), exact)
+    if not NUMBA_AVAILABLE:
+        return
+    fast = numpy_backend("numba")
+    assert model.kernel_set(fast) == "numba" and model.kernel_notes(fast) == ()
+    np.testing.assert_allclose(model.log_ratio_at(y, 0.8, np, kernels="numba"), exact)
+    for direction in Direction:
+        slow = model.privacy_losses(300, direction, array.rng(np.random.SeedSequence(1)), array,
+                                    (0.7, 2.0))  # fmt: skip
+        quick = model.privacy_losses(300, direction, fast.rng(np.random.SeedSequence(1)), fast,
+                                     (0.7, 2.0))  # fmt: skip
+        np.testing.assert_allclose(quick, slow, rtol=1e-12, atol=1e-12)
 
 
 def test_scheme_is_registered_by_name(walkthrough: dict[str, Any]) -> None:

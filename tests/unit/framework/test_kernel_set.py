@@ -116,7 +116,8 @@ def test_cuda_is_reported_only_for_models_with_a_cuda_kernel_on_cupy() -> None:
     assert bins.kernel_set(gpu) == "array"
     plain = Backend("cupy", cupy, numpy_backend().rng, np.asarray, kernels="array")
     assert _bmin().kernel_set(plain) == bins.kernel_set(plain) == "array"
-    assert BMinSepLossModel.has_cuda_kernel and not BallsInBinsLossModel.has_cuda_kernel
+    assert "cuda" in BMinSepLossModel.kernel_table.kernel_sets
+    assert "cuda" not in BallsInBinsLossModel.kernel_table.kernel_sets
 
 
 @needs_numba

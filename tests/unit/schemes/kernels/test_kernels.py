@@ -21,6 +21,7 @@ import pytest
 
 from minsep.framework.backend import get_backend, namespace_backend, numpy_backend
 from minsep.framework.interfaces import Direction
+from minsep.framework.kernel_table import Participation
 from minsep.schemes.b_min_sep import cpu_kernels
 from minsep.schemes.b_min_sep import fused as b_min_sep_fused
 from minsep.schemes.b_min_sep.loss import b_min_sep_log_ratio
@@ -296,8 +297,8 @@ def test_a_row_does_not_depend_on_its_group(rows: int) -> None:
     together = model.log_ratio(transcript, 0.7)
     for s in range(rows):
         alone = b_min_sep_fused.host_b_min_sep(
-            transcript.noise[s : s + 1], transcript.steps[s : s + 1], model.coefficients, 0.7,
-            1 / 0.7, model.probability, model.min_sep, model.warm_start,
+            transcript.noise[s : s + 1], Participation(steps=transcript.steps[s : s + 1]), 0.7,
+            1 / 0.7, model,
         )  # fmt: skip
         assert alone[0] == together[s]
 
