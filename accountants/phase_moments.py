@@ -151,28 +151,31 @@ def log_tuple_moments(
     state[:, 0] = 1.0
     log_scale = np.zeros(rows)
     owners = [np.flatnonzero((tuples == h).any(axis=1)) for h in range(b)]
+    # per residue h and copy j: positions (within owners[h]) of the rows whose copy j has phase h
+    movers = [
+        [np.flatnonzero(tuples[rows_h, j] == h) for j in range(lam)]
+        for h, rows_h in enumerate(owners)
+    ]
     inv_var = 1.0 / (float(sigma) * float(sigma))
+    log_q = math.log(q)
     for t in range(n):
-        idx = owners[t % b]
+        h = t % b
+        idx = owners[h]
         if idx.size == 0:
             continue
         g = np.zeros(b)
         g[:k] = products.at(t) * inv_var
-        phases = tuples[idx]
-        active = phases == t % b  # (T', lam)
-        exponents = g[(t - phases) % b]  # (T', lam); active copies read G(0, t)
+        exponents = g[(t - tuples[idx]) % b]  # (T', lam); copies of phase h read G(0, t)
         s = state[idx]
-        for j in range(lam):
-            a = active[:, j : j + 1]
-            s[:, low[j]] = np.where(a, s[:, low[j]] + s[:, high[j]], s[:, low[j]])
-            s[:, high[j]] = np.where(a, 0.0, s[:, high[j]])
-        for j in range(lam):
-            a = active[:, j : j + 1]
-            base = s[:, low[j]]
-            joined = base * np.exp(exponents @ low_bits[j].T + math.log(q))
-            declined = base * (1.0 - q)
-            s[:, high[j]] = np.where(a, joined, s[:, high[j]])
-            s[:, low[j]] = np.where(a, declined, base)
+        for j, r in enumerate(movers[h]):  # forget the old bits of the copies of phase h
+            if r.size:
+                s[np.ix_(r, low[j])] += s[np.ix_(r, high[j])]
+                s[np.ix_(r, high[j])] = 0.0
+        for j, r in enumerate(movers[h]):  # join (weight q e^{...}) or decline (1 - q)
+            if r.size:
+                base = s[np.ix_(r, low[j])]
+                s[np.ix_(r, high[j])] = base * np.exp(exponents[r] @ low_bits[j].T + log_q)
+                s[np.ix_(r, low[j])] = base * (1.0 - q)
         total = s.sum(axis=1)
         s /= total[:, None]
         log_scale[idx] += np.log(total)
