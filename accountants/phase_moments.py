@@ -34,9 +34,11 @@ from minsep.framework.validation import check_range
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
     "PhaseTuples",
+    "forward_pass",
     "log_moment",
     "log_tuple_moments",
     "phase_tuples",
+    "prepare",
     "stored_entries",
     "tuple_count",
     "work",
@@ -85,14 +87,16 @@ def phase_tuples(phases: int, order: int) -> PhaseTuples:
     return PhaseTuples(phases, order)
 
 
-def _prepare(
+def prepare(
     mixture: PhaseMixture,
     coefficients: np.ndarray,
     sigma: float,
     order: int,
     max_entries: int,
+    owner: str = "phase_moments.log_moment",
 ) -> tuple[int, ColumnProducts]:
-    owner = "phase_moments.log_moment"
+    """Check the inputs of a pass; returns the order and the column products
+    (ConfigurationError naming the parameter, as :func:`log_moment` documents)."""
     lam = check_order(owner, order)
     check_range(owner, "sigma", sigma, low=0.0, low_open=True)
     check_range(owner, "max_entries", max_entries, low=1, integer=True)
@@ -139,6 +143,21 @@ def log_tuple_moments(
     ``d_l = 0``), or decline with weight ``1 - q``. Rows are rescaled to mass 1 after each
     step they own, the scale kept in log form.
     """
+    return forward_pass(mixture, sigma, tuples, products)
+
+
+def forward_pass(
+    mixture: PhaseMixture,
+    sigma: float,
+    tuples: np.ndarray,
+    products: ColumnProducts,
+    messages: np.ndarray | None = None,
+) -> np.ndarray:
+    """The pass of :func:`log_tuple_moments`; returns ``ln Z(g)`` per row.
+
+    With ``messages`` (float ``(n + 1, T, 2^lam)``), ``messages[t]`` receives the normalised
+    forward message before step t (``messages[n]``: after the last step), for backward sampling.
+    """
     tuples = np.asarray(tuples, dtype=np.int64)
     rows, lam = tuples.shape
     b, n, q = mixture.phases, mixture.n_steps, mixture.probability
@@ -159,6 +178,8 @@ def log_tuple_moments(
     inv_var = 1.0 / (float(sigma) * float(sigma))
     log_q = math.log(q)
     for t in range(n):
+        if messages is not None:
+            messages[t] = state
         h = t % b
         idx = owners[h]
         if idx.size == 0:
@@ -180,6 +201,8 @@ def log_tuple_moments(
         s /= total[:, None]
         log_scale[idx] += np.log(total)
         state[idx] = s
+    if messages is not None:
+        messages[n] = state
     return log_scale
 
 
@@ -199,7 +222,7 @@ def log_moment(
     """
     from scipy.special import logsumexp  # lazy: scipy.special costs ~0.15 s to import
 
-    lam, products = _prepare(mixture, coefficients, sigma, order, max_entries)
+    lam, products = prepare(mixture, coefficients, sigma, order, max_entries)
     tuples = phase_tuples(mixture.phases, lam)
     per_tuple = log_tuple_moments(mixture, coefficients, sigma, tuples.phases, products)
     return float(logsumexp(per_tuple + tuples.log_orderings) - lam * math.log(mixture.phases))
