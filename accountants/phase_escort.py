@@ -24,6 +24,7 @@ import numpy as np
 
 from minsep.accountants import phase_moments
 from minsep.accountants.escort import EscortDraw
+from minsep.accountants.rdp_moments import ColumnProducts
 from minsep.framework.phase_mixture import PhaseMixture
 from minsep.framework.validation import check_range
 
@@ -84,7 +85,7 @@ def _backward(
     mixture: PhaseMixture,
     sigma: float,
     tuples: np.ndarray,
-    products: phase_moments.ColumnProducts,
+    products: ColumnProducts,
     rows: np.ndarray,
     draws: np.ndarray,
     counts: np.ndarray,
