@@ -28,6 +28,7 @@ from minsep.framework.validation import number, probability, steps
 if TYPE_CHECKING:
     from minsep.framework.interfaces import SamplingScheme, Strategy
     from minsep.framework.participation import ParticipationChain
+    from minsep.framework.phase_mixture import PhaseMixture
 
 __all__ = [
     "AddDirectionBound",
@@ -36,6 +37,7 @@ __all__ = [
     "chain_add_bound",
     "log_h_upper",
     "operator_norm_upper",
+    "phase_add_bound",
 ]
 
 #: Grid points per unit of t (at s >= 1; the step shrinks with s, since e^{t/s} does).
@@ -238,6 +240,29 @@ def chain_add_bound(chain: ParticipationChain, norm: float, sigma: float) -> Add
         # participates): the most negative finite value, read back as 0 (floor 1, no cap)
         log_no_participation=max(
             min(chain.log_no_participation(), 0.0) * (1.0 + _PI_EMPTY_INFLATE),
+            -sys.float_info.max,
+        ),
+    )
+
+
+def phase_add_bound(
+    mixture: PhaseMixture, coefficients: np.ndarray, sigma: float
+) -> AddDirectionBound:
+    """The bound for random-phase cyclic Poisson (docs/rdp-escort.md §10, bands <= b).
+
+    ``u^-kappa`` is convex, so ``E_Q[U^-kappa] <= max_g E_Q[u_g^-kappa]`` over the phases; for a
+    fixed phase the columns of its steps have disjoint supports, so ``u_g`` is a product of
+    ``m_g <= ceil(n / b)`` independent one-block factors, each with noise ``sigma / ||c_i|| >=
+    sigma / ||c||``, and ``h`` does not grow with the noise (data processing):
+    ``E_Q[U^-kappa] <= h_s(q)^ceil(n / b)`` with ``s = sigma / ||c||``.
+    """
+    norm = float(np.linalg.norm(np.asarray(coefficients, dtype=np.float64)))
+    return AddDirectionBound(
+        n_steps=int(mixture.phase_steps().max()),
+        probability=mixture.probability,
+        noise=sigma / norm,
+        log_no_participation=max(
+            min(mixture.log_no_participation(), 0.0) * (1.0 + _PI_EMPTY_INFLATE),
             -sys.float_info.max,
         ),
     )

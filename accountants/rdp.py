@@ -1,9 +1,12 @@
-"""Exact integer-order Renyi accounting of b-min-sep BandMF (docs/rdp-escort.md).
+"""Exact integer-order Renyi accounting of b-min-sep and random-phase cyclic BandMF.
 
 For a scheme whose sensitive unit follows a b-min-sep participation chain
 (:meth:`~minsep.framework.interfaces.SamplingScheme.participation_chain`: b-min-sep cold or
-warm, Poisson as b = 1) and a strategy with ``bands <= b``, :func:`log_moment` gives
-``D_lam(P||Q)`` exactly at integer orders ``lam`` whose state array fits the memory budget.
+warm, Poisson as b = 1; docs/rdp-escort.md §2-§3) or a uniform phase mixture
+(:meth:`~minsep.framework.interfaces.SamplingScheme.phase_mixture`: random-phase cyclic Poisson;
+§10), and a strategy with ``bands <= b``, the law's forward pass
+(:mod:`~minsep.accountants.moment_laws`) gives ``D_lam(P||Q)`` exactly at integer orders
+``lam`` whose state array fits the memory budget.
 
 Both neighbouring directions are bounded (docs/rdp-escort.md §5, docs/math.md §10):
 
@@ -15,7 +18,8 @@ Both neighbouring directions are bounded (docs/rdp-escort.md §5, docs/math.md �
   mechanism") give ``D_lam(Q||P) <= D_lam(P||Q)`` step by step,
   so the remove bound covers it (as in dp_accounting). Otherwise the smallest of: the
   Chernoff bound ``c_kappa e^{-kappa eps} E_Q[U^-kappa]`` with ``E_Q[U^-kappa] <= h(p)^n``
-  (docs/math.md §10; 0 beyond ``ln(1 / pi(empty))`` since ``P >= pi(empty) Q``) and the
+  (docs/math.md §10; per phase, ``h(q)^ceil(n/b)``, for random phase: docs/rdp-escort.md §10;
+  0 beyond ``ln(1 / pi(empty))`` since ``P >= pi(empty) Q``) and the
   symmetric total-variation bound ``sqrt(1 - e^{-D_lam(P||Q)})``.
 
 Both directions are also at most the unamplified Gaussian mechanism's delta (joint convexity of
@@ -35,8 +39,9 @@ import attrs
 import numpy as np
 
 from minsep.accountants import rdp_moments as moments
-from minsep.accountants.add_bound import AddDirectionBound, add_direction_bound
+from minsep.accountants.add_bound import AddDirectionBound
 from minsep.accountants.gaussian import GaussianAccountant, gaussian_delta, smallest_epsilon
+from minsep.accountants.moment_laws import MomentLaw, moment_law, moments_of
 from minsep.accountants.pld import check_sigma, conservative_sigma
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import (
@@ -47,6 +52,7 @@ from minsep.framework.interfaces import (
     Strategy,
 )
 from minsep.framework.participation import ParticipationChain
+from minsep.framework.phase_mixture import PhaseMixture
 from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, DeltaResult, EpsilonResult
 from minsep.framework.validation import fail, integer, number
@@ -212,24 +218,27 @@ class RdpAccountant(Accountant):
 
     # --- support -------------------------------------------------------------------------
 
-    def orders_for(self, chain: ParticipationChain) -> tuple[int, ...]:
-        """The orders evaluated for ``chain`` (explicit ones are checked against the budget)."""
-        b, n = chain.min_sep, chain.n_steps
+    def orders_for(self, law: ParticipationChain | PhaseMixture) -> tuple[int, ...]:
+        """The orders evaluated for ``law`` (explicit ones are checked against the budget)."""
+        return self._orders(moments_of(law))
+
+    def _orders(self, law: MomentLaw) -> tuple[int, ...]:
+        b = law.min_sep
         if self.orders is not None:
             for order in self.orders:
-                states = moments.stored_states(b, int(order))
+                states = law.stored_states(int(order))
                 if states > self.max_states:
                     raise ConfigurationError(
                         f"RdpAccountant.orders = {self.orders!r} is invalid for min_sep = {b}: "
-                        f"order {order} needs (min_sep + 1)^order = {states} states, above "
+                        f"order {order} needs {law.states_formula} = {states} states, above "
                         f"max_states = {self.max_states}"
                     )
             return tuple(sorted({int(o) for o in self.orders}))
         chosen: list[int] = []
         spent = 0
         for order in range(2, self.max_order + 1):
-            cost = moments.work(n, b, order)
-            if moments.stored_states(b, order) > self.max_states or spent + cost > self.max_work:
+            cost = law.work(order)
+            if law.stored_states(order) > self.max_states or spent + cost > self.max_work:
                 break
             chosen.append(order)
             spent += cost
@@ -237,35 +246,37 @@ class RdpAccountant(Accountant):
 
     def check_configuration(self, scheme: SamplingScheme, strategy: Strategy) -> None:
         """Explicit ``orders`` must fit ``max_states`` for the scheme's min-sep."""
-        chain = scheme.participation_chain()
-        if chain is not None and self.orders is not None:
-            self.orders_for(chain)
+        law = moment_law(scheme)
+        if law is not None and self.orders is not None:
+            self._orders(law)
 
     def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
-        """Declines schemes without a b-min-sep chain, ``bands > b`` and too large state spaces."""
-        chain = scheme.participation_chain()
-        if chain is None:
+        """Declines schemes without a b-min-sep chain or a phase mixture, ``bands > b`` and
+        too large state spaces."""
+        law = moment_law(scheme)
+        if law is None:
             return (
-                f"scheme {scheme.name!r} has no b-min-sep participation chain (exact Renyi "
-                "moments need one; docs/rdp-escort.md §2)"
+                f"scheme {scheme.name!r} has no b-min-sep participation chain and no random-phase "
+                "mixture (exact Renyi moments need one; docs/rdp-escort.md §2, §10)"
             )
         if not strategy.is_banded:
             return str(strategy.not_banded_error("number of bands"))
-        if strategy.bands > chain.min_sep:
+        if strategy.bands > law.min_sep:
             return (
-                f"the strategy has {strategy.bands} bands but min_sep = {chain.min_sep}: exact "
+                f"the strategy has {strategy.bands} bands but min_sep = {law.min_sep}: exact "
                 "Renyi moments need bands <= min_sep"
             )
-        b = chain.min_sep
+        b = law.min_sep
         try:
-            orders = self.orders_for(chain)
+            orders = self._orders(law)
         except ConfigurationError as exc:
             return str(exc)
         if not orders:
             return (
-                f"even order 2 is unaffordable at min_sep = {b}: (min_sep + 1)^2 = "
-                f"{moments.stored_states(b, 2)} states (max_states = {self.max_states}), "
-                f"{moments.work(chain.n_steps, b, 2)} operations (max_work = {self.max_work})"
+                f"even order 2 is unaffordable at min_sep = {b}: "
+                f"{law.states_formula.replace('order', '2')} = "
+                f"{law.stored_states(2)} states (max_states = {self.max_states}), "
+                f"{law.work(2)} operations (max_work = {self.max_work})"
             )
         return None
 
@@ -277,27 +288,22 @@ class RdpAccountant(Accountant):
         Raises ConfigurationError when explicit ``orders`` do not fit ``max_states`` for this
         scheme, NotAccountableError when the pair is not supported at all.
         """
-        chain = scheme.participation_chain()
-        if chain is not None and self.orders is not None:
-            self.orders_for(chain)  # explicit orders: a configuration error, not a decline
+        law = moment_law(scheme)
+        if law is not None and self.orders is not None:
+            self._orders(law)  # explicit orders: a configuration error, not a decline
         self.require(scheme, strategy)
         check_sigma(type(self).__name__, sigma)
-        assert chain is not None  # checked by require
+        assert law is not None  # checked by require
         coefficients = np.asarray(strategy.coefficients, dtype=np.float64)
-        products = moments.ColumnProducts(coefficients, chain.n_steps)
-        orders = self.orders_for(chain)
+        products = moments.ColumnProducts(coefficients, law.n_steps)
+        orders = self._orders(law)
         values: list[float] = []
         exact: list[bool] = []
         squared_sensitivity: float | None = None
         for order in orders:
-            fits = (
-                chain.min_sep == 1
-                or moments.step_exponent(order, sigma, products) <= moments.MAX_STEP_EXPONENT
-            )
+            fits = law.fits(order, sigma, products)
             if fits:
-                log_z = moments.log_moment(
-                    chain, coefficients, sigma, order, max_states=self.max_states
-                )
+                log_z = law.log_moment(coefficients, sigma, order, self.max_states)
                 values.append(max(log_z / (order - 1), 0.0) * (1.0 + _ROUNDING))
             else:
                 # Convexity of u -> u^lam: Z <= max_x exp(lam (lam - 1) ||Cx||^2 / (2 sigma^2)).
@@ -305,22 +311,22 @@ class RdpAccountant(Accountant):
                     squared_sensitivity = (
                         float(
                             strategy.sensitivity(
-                                chain.n_steps, chain.min_sep, scheme.max_participations
+                                law.n_steps, law.min_sep, scheme.max_participations
                             )
                         )
                         ** 2
                     )
                 values.append(order * squared_sensitivity / (2.0 * sigma * sigma))
             exact.append(fits)
-        covered = chain.min_sep == 1 and strategy.bands == 1
+        covered = law.add_covered(strategy)
         sensitivity = GaussianAccountant().sensitivity(scheme, strategy)
         return RenyiBound(
             orders=orders,
             rdp=tuple(values),
             exact=tuple(exact),
             add_covered=covered,
-            log_no_participation=chain.log_no_participation() * (1.0 + _ROUNDING),
-            add=None if covered else add_direction_bound(scheme, strategy, sigma),
+            log_no_participation=law.log_no_participation() * (1.0 + _ROUNDING),
+            add=None if covered else law.add_bound(scheme, strategy, sigma),
             gaussian_noise=sigma / sensitivity,
         )
 
@@ -360,9 +366,9 @@ class RdpAccountant(Accountant):
         def epsilon_at(sigma: float) -> float:
             return self._epsilon_of(self.renyi(scheme, strategy, sigma), delta)[0]
 
-        chain = scheme.participation_chain()
-        assert chain is not None  # checked by require
-        orders = self.orders_for(chain)
+        law = moment_law(scheme)
+        assert law is not None  # checked by require
+        orders = self._orders(law)
         floor = min(
             math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1) for a in orders
         )
@@ -370,7 +376,7 @@ class RdpAccountant(Accountant):
             f"with orders {orders[0]}..{orders[-1]} the RDP conversion alone costs epsilon >= "
             f"{floor:.6g} at delta = {delta:g} whatever sigma (until D_lam < delta^2); higher "
             f"orders need more than max_states = {self.max_states} states at min_sep = "
-            f"{chain.min_sep}"
+            f"{law.min_sep}"
         )
         if epsilon < floor:
             gaussian = GaussianAccountant().calibrate(

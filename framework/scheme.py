@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from minsep.framework.loss_model import PrivacyLossModel
     from minsep.framework.parameters import CompareContext, CompareVariant, Parameter
     from minsep.framework.participation import ParticipationChain
+    from minsep.framework.phase_mixture import PhaseMixture
     from minsep.framework.strategy import Strategy
 
 
@@ -196,6 +197,12 @@ class SamplingScheme(ABC):
         Exact Renyi accounting (docs/rdp-escort.md) needs the sensitive unit's pattern to be
         that chain (docs/math.md §3); every other scheme answers None (the default).
         """
+        return None
+
+    def phase_mixture(self) -> PhaseMixture | None:
+        """The uniform phase mixture of one unit (random-phase cyclic Poisson), when its
+        participation is one: exact Renyi accounting then runs the per-phase-tuple pass of
+        docs/rdp-escort.md §10. Every other scheme answers None (the default)."""
         return None
 
     def pattern_law(self) -> dict[tuple[int, ...], float] | None:

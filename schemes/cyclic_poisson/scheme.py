@@ -18,6 +18,7 @@ import numpy as np
 from minsep.framework.errors import InfeasibleError, NotAccountableError
 from minsep.framework.interfaces import PrivacyLossModel, Strategy
 from minsep.framework.parameters import CompareContext, CompareVariant
+from minsep.framework.phase_mixture import PhaseMixture
 from minsep.framework.registries import schemes
 from minsep.framework.validation import one_of, positive_int
 from minsep.framework.validation import rate as rate_validator
@@ -195,6 +196,14 @@ class CyclicPoisson(SchemeBase):
             groups=self.min_sep,
             group_rate=self.group_rate,
         )
+
+    def phase_mixture(self) -> PhaseMixture | None:
+        """The sensitive example's law for ``partition = "random"``: a uniform phase, then
+        Bernoulli(q) at the steps ``i mod b = g`` (docs/math.md §4.1); None for ``"equal"``,
+        whose dependent groups leave only the fixed-partition bound."""
+        if self.partition != "random":
+            return None
+        return PhaseMixture(n_steps=self.n_steps, phases=self.min_sep, probability=self.group_rate)
 
     def truncated_dp_event(
         self, strategy: Strategy, sigma: float, dataset_size: int, max_batch_size: int
