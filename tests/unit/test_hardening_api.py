@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 import pytest
 
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.errors import ConfigurationError, SchedulerUnreachableError
 from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants, schemes, strategies
@@ -164,11 +165,16 @@ def test_bad_coefficients_are_refused_by_name(values: tuple[float, ...]) -> None
 
 def test_a_numpy_seed_is_normalised_and_runs() -> None:
     mc = accountants.get("monte_carlo")
-    accountant = mc(samples=8000, pilot_samples=2000, seed=np.int64(4), chunk_size=np.int32(1000))
-    assert type(accountant.seed) is int and type(accountant.chunk_size) is int
+    accountant = mc(
+        samples=8000,
+        pilot_samples=2000,
+        seed=np.int64(4),
+        run=RunSettings(chunk_size=np.int32(1000)),
+    )
+    assert type(accountant.seed) is int and type(accountant.run.chunk_size) is int
     result = accountant.epsilon(ToyScheme(rate=0.3), ToyStrategy(), 1.0, 1e-2)
     assert result.seed == 4 and math.isfinite(result.certified_epsilon)
-    same = mc(samples=8000, pilot_samples=2000, seed=4, chunk_size=1000)
+    same = mc(samples=8000, pilot_samples=2000, seed=4, run=RunSettings(chunk_size=1000))
     assert same.epsilon(ToyScheme(rate=0.3), ToyStrategy(), 1.0, 1e-2).epsilon == result.epsilon
 
 
@@ -195,12 +201,16 @@ _EPS = {"accountant": "x", "method": "exact", "epsilon": 1.0, "certified_epsilon
         ({"delta": 0.0}, "delta"),
         ({"failure_probability": 2}, "failure_probability"),
         ({"sigma": 0.0}, "sigma"),
-        ({"samples": 0}, "samples"),
-        ({"seed": -3}, "seed"),
+        ({"monte_carlo": {"samples": 0, "seed": 1}}, "samples"),
+        ({"monte_carlo": {"samples": 10, "seed": -3}}, "seed"),
+        ({"monte_carlo": {"seed": 1}}, "samples"),
+        ({"monte_carlo": {"samples": 10, "seed": 1, "kernels": "gpu"}}, "kernels"),
+        ({"monte_carlo": {"samples": 10, "seed": 1, "bound": "dkw"}}, "bound"),
+        ({"monte_carlo": 3}, "monte_carlo"),
         ({"seconds": -1.0}, "seconds"),
         ({"accountant": 3}, "accountant"),
         ({"scheme": "b_min_sep"}, "scheme"),
-        ({"std_error": math.nan}, "std_error"),
+        ({"monte_carlo": {"samples": 10, "seed": 1, "std_error": math.nan}}, "std_error"),
     ],
 )
 def test_results_refuse_impossible_values(change: dict[str, Any], parameter: str) -> None:
@@ -211,11 +221,29 @@ def test_results_refuse_impossible_values(change: dict[str, Any], parameter: str
         Result.from_json(text)
 
 
+@pytest.mark.parametrize("version", [3, 0, "2", True])
+def test_a_result_of_an_unknown_format_is_refused(version: Any) -> None:
+    text = json.dumps({"kind": "epsilon", "format": version, **_EPS})
+    with pytest.raises(ConfigurationError, match="format") as caught:
+        Result.from_json(text)
+    assert caught.value.parameter == "format"
+
+
+def test_a_result_of_format_1_reads_with_its_monte_carlo_fields_grouped() -> None:
+    flat = {**_EPS, "method": "monte_carlo", "samples": 1000, "seed": 2, "kernels": "array",
+            "base_delta": None, "evidence": {"rule": "kl"}}  # fmt: skip
+    result = Result.from_json(json.dumps({"kind": "epsilon", **flat}))
+    assert result.monte_carlo is not None and result.samples == 1000 and result.seed == 2
+    assert result.evidence == {"rule": "kl"} and result.kernels == "array"
+    assert result.to_dict()["format"] == 2 and result.to_dict()["monte_carlo"]["seed"] == 2
+
+
 def test_results_keep_inf_representable_and_accept_numpy_scalars() -> None:
     result = EpsilonResult(**{**_EPS, "certified_epsilon": math.inf, "sigma": np.float64(2.0)})
     assert Result.from_json(result.to_json()) == result and type(result.sigma) is float
     delta = DeltaResult(accountant="x", method="monte_carlo", delta=0.0, certified_delta=1.0,
-                        epsilon=math.inf, sigma=1.0, samples=np.int64(10))  # fmt: skip
+                        epsilon=math.inf, sigma=1.0,
+                        monte_carlo={"samples": np.int64(10), "seed": 0})  # fmt: skip
     assert Result.from_json(delta.to_json()) == delta and type(delta.samples) is int
     with pytest.raises(ConfigurationError, match="certified_delta"):
         attrs.evolve(delta, certified_delta=1.5)
@@ -256,10 +284,10 @@ def test_a_missing_scheduler_file_fails_at_construction(tmp_path: Any) -> None:
     pytest.importorskip("distributed")
     missing = str(tmp_path / "sched.json")
     with pytest.raises(ConfigurationError, match="existing scheduler file") as info:
-        accountants.get("monte_carlo")(scheduler=missing)
+        accountants.get("monte_carlo")(run=RunSettings(scheduler=missing))
     assert info.value.parameter == "scheduler"
     with pytest.raises(ConfigurationError, match="with a port"):
-        accountants.get("monte_carlo")(scheduler="tcp://head-node")
+        accountants.get("monte_carlo")(run=RunSettings(scheduler="tcp://head-node"))
 
 
 def test_an_unreachable_scheduler_fails_within_the_connect_timeout() -> None:
@@ -297,7 +325,7 @@ def test_the_curve_question_is_checked_too() -> None:
 )  # fmt: skip
 def test_monte_carlo_options_have_types(options: dict[str, Any], parameter: str) -> None:
     with pytest.raises(ConfigurationError, match=parameter):
-        accountants.get("monte_carlo")(**options)
+        accountants.get("monte_carlo")(run=options)
 
 
 def test_multi_attribution_names_its_missing_option() -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from minsep import bench
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.cli.main import EXIT_ERROR, main
 from minsep.framework.errors import CheckpointError, ConfigurationError
 from minsep.framework.montecarlo import Checkpoint
@@ -101,15 +102,15 @@ def test_monte_carlo_results_record_the_chunk_size_their_draws_depend_on() -> No
     scheme = build_scheme("b_min_sep", 16, 1 / 8, {"min_sep": 4})
     strategy = build_strategy(16, 4)
     mc = accountants.get("monte_carlo")
-    plain = mc(samples=4000, pilot_samples=1000, seed=3, chunk_size=1000)
+    plain = mc(samples=4000, pilot_samples=1000, seed=3, run=RunSettings(chunk_size=1000))
     model = plain._model(scheme, strategy)
     budget = fixed_bytes(model) + 300 * sample_bytes(model, "numpy")
-    small = mc(samples=4000, pilot_samples=1000, seed=3, memory_budget=budget)
+    small = mc(samples=4000, pilot_samples=1000, seed=3, run=RunSettings(memory_budget=budget))
     first = plain.epsilon(scheme, strategy, 1.0, 1e-2)
     second = small.epsilon(scheme, strategy, 1.0, 1e-2)
     assert (first.chunk_size, second.chunk_size) == (1000, 300)
     assert Result.from_json(first.to_json()).chunk_size == 1000
-    assert json.loads(first.to_json())["chunk_size"] == 1000
+    assert json.loads(first.to_json())["monte_carlo"]["chunk_size"] == 1000
 
 
 def test_time_estimates_use_cpu_rates_and_the_cpu_share_the_run_will_get(
