@@ -165,6 +165,7 @@ class Result(MonteCarloView):
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form with ``kind`` and ``format`` (:data:`RESULT_FORMAT`) tags."""
         data = attrs.asdict(self, recurse=True)
+        data["monte_carlo"] = data.pop("monte_carlo")  # after the answer's own figures
         return {"kind": self.kind, "format": RESULT_FORMAT, **_encode(data)}
 
     def to_json(self, **kwargs: Any) -> str:
