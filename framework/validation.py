@@ -237,9 +237,9 @@ def text() -> Validator:
 
 
 def member(kind: type[Any], value: Any) -> Any:
-    """For attrs converters (``converter=lambda x: member(Kind, x)``): a value of the enum
-    ``kind`` to its member; anything else unchanged, for :func:`choice` to refuse with the
-    allowed words."""
+    """For attrs converters (a named function returning ``member(Kind, value)``): a value of
+    the enum ``kind`` to its member; anything else unchanged, for :func:`choice` to refuse
+    with the allowed words."""
     try:
         return kind(value)
     except (ValueError, TypeError):
