@@ -8,7 +8,7 @@ holds all of that; results of exact and deterministic accountants hold None.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -17,6 +17,8 @@ from minsep.framework.backend import KernelSet
 from minsep.framework.methods import EpsilonBound, epsilon_bound
 
 __all__ = ["MONTE_CARLO_FIELDS", "MonteCarloEvidence", "MonteCarloView"]
+
+T = TypeVar("T")
 
 
 def _mapping(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -86,71 +88,37 @@ class MonteCarloEvidence:
 MONTE_CARLO_FIELDS = tuple(f.name for f in attrs.fields(MonteCarloEvidence))
 
 
+class _Shortcut(Generic[T]):
+    """A read-only attribute of a result reading one field of its evidence record (None when
+    the result has none)."""
+
+    def __init__(self, field: str | None = None) -> None:
+        self._field = field
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._field = self._field or name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> T:
+        record = getattr(instance, "monte_carlo", None)
+        return None if record is None else getattr(record, str(self._field))  # type: ignore[return-value]
+
+
 class MonteCarloView:
     """Read-only shortcuts to a result's :class:`MonteCarloEvidence` (None when the result is
-    not Monte Carlo), so that ``result.samples`` reads as before the record."""
+    not Monte Carlo), so that ``result.samples`` reads as before the record; ``evidence``
+    reads its ``verification``."""
 
     monte_carlo: MonteCarloEvidence | None
 
-    def _evidence_field(self, name: str) -> Any:
-        return None if self.monte_carlo is None else getattr(self.monte_carlo, name)
-
-    @property
-    def samples(self) -> int | None:
-        """Verification samples per direction (Monte Carlo), else None."""
-        return self._evidence_field("samples")  # type: ignore[no-any-return]
-
-    @property
-    def seed(self) -> int | None:
-        """Root seed (Monte Carlo), else None."""
-        return self._evidence_field("seed")  # type: ignore[no-any-return]
-
-    @property
-    def pilot_samples(self) -> int | None:
-        """Estimation samples per direction (Monte Carlo), else None."""
-        return self._evidence_field("pilot_samples")  # type: ignore[no-any-return]
-
-    @property
-    def chunk_size(self) -> int | None:
-        """Samples per chunk (Monte Carlo), else None."""
-        return self._evidence_field("chunk_size")  # type: ignore[no-any-return]
-
-    @property
-    def backend(self) -> str | None:
-        """The array backend that ran (Monte Carlo), else None."""
-        return self._evidence_field("backend")  # type: ignore[no-any-return]
-
-    @property
-    def kernels(self) -> KernelSet | None:
-        """The kernel set that ran (Monte Carlo), else None."""
-        return self._evidence_field("kernels")  # type: ignore[no-any-return]
-
-    @property
-    def std_error(self) -> float | None:
-        """Standard error of the estimate (Monte Carlo), else None."""
-        return self._evidence_field("std_error")  # type: ignore[no-any-return]
-
-    @property
-    def base_delta(self) -> float | None:
-        """The verification level (Monte Carlo), else None."""
-        return self._evidence_field("base_delta")  # type: ignore[no-any-return]
-
-    @property
-    def bound(self) -> EpsilonBound | None:
-        """How a certified epsilon was verified (Monte Carlo), else None."""
-        return self._evidence_field("bound")  # type: ignore[no-any-return]
-
-    @property
-    def proposal(self) -> dict[str, Any] | None:
-        """The importance-sampling proposal (Monte Carlo), else None."""
-        return self._evidence_field("proposal")  # type: ignore[no-any-return]
-
-    @property
-    def evidence(self) -> dict[str, Any] | None:
-        """What the verifier saw (Monte Carlo), else None."""
-        return self._evidence_field("verification")  # type: ignore[no-any-return]
-
-    @property
-    def sigma_estimate(self) -> float | None:
-        """The sigma the estimate alone would select (Monte Carlo calibrations), else None."""
-        return self._evidence_field("sigma_estimate")  # type: ignore[no-any-return]
+    samples: _Shortcut[int | None] = _Shortcut()
+    seed: _Shortcut[int | None] = _Shortcut()
+    pilot_samples: _Shortcut[int | None] = _Shortcut()
+    chunk_size: _Shortcut[int | None] = _Shortcut()
+    backend: _Shortcut[str | None] = _Shortcut()
+    kernels: _Shortcut[KernelSet | None] = _Shortcut()
+    std_error: _Shortcut[float | None] = _Shortcut()
+    base_delta: _Shortcut[float | None] = _Shortcut()
+    bound: _Shortcut[EpsilonBound | None] = _Shortcut()
+    proposal: _Shortcut[dict[str, Any] | None] = _Shortcut()
+    evidence: _Shortcut[dict[str, Any] | None] = _Shortcut("verification")
+    sigma_estimate: _Shortcut[float | None] = _Shortcut()
