@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import attrs
 
@@ -43,19 +43,25 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     measure_escort_seconds,
 )
+from minsep.accountants.monte_carlo_run import RunSettings
+from minsep.accountants.monte_carlo_sweep import CalibrationSweep
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
-from minsep.framework.montecarlo import EngineConfig
+from minsep.framework.montecarlo import EngineConfig, RunPlan
 from minsep.framework.montecarlo.bounds import base_delta, min_samples
 from minsep.framework.montecarlo.calibration import locate_sigma
 from minsep.framework.montecarlo.evr import DEFAULT_LADDER
 from minsep.framework.montecarlo.planning import format_seconds
 from minsep.framework.montecarlo.precision import LOOSEST_PRECISION, samples_for_precision
 
-if TYPE_CHECKING:
-    from minsep.accountants.monte_carlo import MonteCarloAccountant
-
-__all__ = ["Route", "add_needs_sampling", "auto_proposal", "choose_route", "escort_samples"]
+__all__ = [
+    "Asker",
+    "Route",
+    "add_needs_sampling",
+    "auto_proposal",
+    "choose_route",
+    "escort_samples",
+]
 
 #: Claims verified per question (the union bound of docs/math.md §7).
 CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
@@ -68,6 +74,33 @@ ROUTE_PILOT = 1_000
 _LOOSEST_FRACTION = 0.25
 #: Sweep entries an escort calibration typically verifies (guards, then down to the centre).
 WALKED_ENTRIES = 12
+
+
+class Asker(Protocol):
+    """What the route chooser reads of the Monte Carlo accountant that asks (its statistical
+    question, sweep and run settings, its pilot size and plain plan), so that this module
+    does not import the accountant."""
+
+    @property
+    def samples(self) -> int: ...
+    @property
+    def pilot_samples(self) -> int | None: ...
+    @property
+    def seed(self) -> int | None: ...
+    @property
+    def proposal(self) -> str: ...
+    @property
+    def routed(self) -> str | None: ...
+    @property
+    def sweep(self) -> CalibrationSweep: ...
+    @property
+    def run(self) -> RunSettings: ...
+
+    def _pilot(self) -> int: ...
+
+    def _plan(
+        self, model: PrivacyLossModel, question: str, sigma: float, *, measure: bool
+    ) -> RunPlan: ...
 
 
 @attrs.frozen
@@ -165,7 +198,7 @@ def escort_samples(delta: float, log_support: float, precision: float, candidate
 
 
 def _add_first(
-    accountant: MonteCarloAccountant,
+    accountant: Asker,
     model: PrivacyLossModel,
     question: str,
     numbers: dict[str, float],
@@ -179,7 +212,7 @@ def _add_first(
     delta = float(numbers["delta"])
     if question == "calibrate":
         epsilon = float(numbers["epsilon"])
-        sigma = accountant.sigma_high
+        sigma = accountant.sweep.sigma_high
     else:
         sigma = float(numbers["sigma"])
         try:
@@ -204,7 +237,7 @@ def _add_reason(model: PrivacyLossModel, epsilon: float, sigma: float) -> str:
 
 
 def _escort_estimate(
-    accountant: MonteCarloAccountant,
+    accountant: Asker,
     model: PrivacyLossModel,
     question: str,
     numbers: dict[str, float],
@@ -231,12 +264,12 @@ def _escort_estimate(
             samples=ROUTE_PILOT,
             seed=seed,
             config=config,
-            low=accountant.sigma_low,
-            high=accountant.sigma_high,
+            low=accountant.sweep.sigma_low,
+            high=accountant.sweep.sigma_high,
             proposal=proposal,
             steps=10,
         )
-        sweep = accountant._sweep(centre)
+        sweep = accountant.sweep.points(centre)
         setups, log_support = proposal.sweep_plan(model, sweep, epsilon)
         setup, sigma = setups[0], centre
     return sigma, epsilon, log_support, measure_escort_seconds(model, setup)
@@ -251,7 +284,7 @@ def _escort_stages(question: str, samples: int, pilot: int) -> list[int]:
 
 
 def _escort_seconds(
-    accountant: MonteCarloAccountant,
+    accountant: Asker,
     model: PrivacyLossModel,
     question: str,
     samples: int,
@@ -265,18 +298,18 @@ def _escort_seconds(
     sigma, then the chosen order at every sweep entry (a calibration), or every order once
     (an epsilon)."""
     fixed, per_draw = rates
-    chunk = max(1, min(accountant._chunk(model), CHUNK_ELEMENTS // max(model.n_steps, 1)))
+    chunk = max(1, min(accountant.run.chunk(model), CHUNK_ELEMENTS // max(model.n_steps, 1)))
     total = sum(
         -(-size // chunk) * fixed + size * per_draw
         for size in _escort_stages(question, samples, pilot)
     )
     orders = len(DEFAULT_ORDERS)
-    passes = orders if question != "calibrate" else 15 * orders + len(accountant._sweep(1.0))
-    return total / max(accountant.workers, 1) + passes * fixed / 2
+    passes = orders if question != "calibrate" else 15 * orders + len(accountant.sweep.points(1.0))
+    return total / max(accountant.run.workers, 1) + passes * fixed / 2
 
 
 def choose_route(
-    accountant: MonteCarloAccountant,
+    accountant: Asker,
     model: PrivacyLossModel,
     question: str,
     numbers: dict[str, float],
@@ -380,7 +413,7 @@ def _fit(route: Route, delta: float, candidates: int, max_seconds: float | None)
 
 
 def escort_plan(
-    accountant: MonteCarloAccountant,
+    accountant: Asker,
     model: PrivacyLossModel,
     proposal: EscortProposal,
     question: str,

@@ -325,6 +325,7 @@ class Accountant(ABC):
         holds except with its own failure probability, so all hold together except with
         their sum (union bound), which the result reports. An accountant that bounds the
         curve simultaneously from one sample (Monte Carlo) overrides this."""
+        from minsep.framework.evidence import MonteCarloEvidence
         from minsep.framework.results import CurveResult
 
         answers = [self._delta(attrs.evolve(question, epsilon=e)) for e in epsilons]
@@ -336,11 +337,18 @@ class Accountant(ABC):
             delta=tuple(a.delta for a in answers),
             certified_delta=tuple(a.certified_delta for a in answers),
             sigma=question.sigma,
-            samples=first.samples,
-            seed=first.seed,
             failure_probability=min(math.fsum(a.failure_probability for a in answers), 1.0),
-            backend=first.backend,
-            kernels=first.kernels,
+            monte_carlo=(  # the draws of the first point; its verification is not the curve's
+                None
+                if first.monte_carlo is None
+                else MonteCarloEvidence(
+                    samples=first.monte_carlo.samples,
+                    seed=first.monte_carlo.seed,
+                    backend=first.monte_carlo.backend,
+                    kernels=first.monte_carlo.kernels,
+                    chunk_size=first.monte_carlo.chunk_size,
+                )
+            ),
         )
 
     @abstractmethod

@@ -31,10 +31,33 @@ import attrs
 import numpy as np
 
 from minsep.framework.errors import BackendUnavailableError, ConfigurationError
+from minsep.framework.methods import Word
 
 BACKEND_NAMES = ("numpy", "cupy", "auto")
+
+
+class KernelSet(Word):
+    """The kernel set a backend's loss models run (its value is the word of specs and JSON)."""
+
+    #: Fused compiled kernels on host numpy (numba importable).
+    NUMBA = "numba"
+    #: Fused CUDA kernels on cupy.
+    CUDA = "cuda"
+    #: Portable array-API code (any namespace).
+    ARRAY = "array"
+
+
+class KernelChoice(Word):
+    """Values of the ``MINSEP_KERNELS`` environment variable."""
+
+    #: The fastest kernel set the namespace supports.
+    AUTO = "auto"
+    #: The array code in the whole process.
+    ARRAY = "array"
+
+
 #: The kernel sets a backend can run.
-KERNEL_SETS = ("numba", "cuda", "array")
+KERNEL_SETS = tuple(k.value for k in KernelSet)
 #: The kernel sets each named namespace supports (the first one is the fastest).
 SUPPORTED_KERNELS = {"numpy": ("numba", "array"), "cupy": ("cuda", "array")}
 #: Every valid backend spec: a name, or ``name:kernels``.
@@ -44,7 +67,7 @@ BACKEND_SPECS = (
     "auto:array",
 )
 #: Values of the ``MINSEP_KERNELS`` environment variable.
-KERNEL_CHOICES = ("auto", "array")
+KERNEL_CHOICES = tuple(k.value for k in KernelChoice)
 #: What installs the fast host kernels.
 INSTALL_COMMAND = "pip install numba  (or: pip install 'minsep[fast]')"
 #: Set in the environment once a process has warned, so that its worker processes stay quiet.
@@ -55,19 +78,20 @@ class SlowKernelsWarning(UserWarning):
     """Host numpy arrays run the pure array code (several times slower than numba)."""
 
 
-def requested_kernels(environ: Mapping[str, str] | None = None) -> str:
+def requested_kernels(environ: Mapping[str, str] | None = None) -> KernelChoice:
     """The kernel choice of the environment (``MINSEP_KERNELS``, else ``MINSEP_PURE_ARRAYS``):
     ``"auto"`` or ``"array"``."""
     env = os.environ if environ is None else environ
     value = env.get("MINSEP_KERNELS", "").strip().lower()
     if not value:
-        return "array" if env.get("MINSEP_PURE_ARRAYS", "") not in ("", "0") else "auto"
+        pure = env.get("MINSEP_PURE_ARRAYS", "") not in ("", "0")
+        return KernelChoice.ARRAY if pure else KernelChoice.AUTO
     if value not in KERNEL_CHOICES:
         raise ConfigurationError(
             f"environment variable MINSEP_KERNELS = {value!r} is invalid: must be one of "
             f"{list(KERNEL_CHOICES)} (or unset)"
         )
-    return value
+    return KernelChoice(value)
 
 
 @functools.cache
@@ -154,6 +178,14 @@ class _ConvertingSource:
         return self.asarray(self.generator.random(tuple(shape)))
 
 
+def _kernel_set(value: Any) -> Any:
+    """Converter: a kernel-set word to its :class:`KernelSet` (others for the validator)."""
+    try:
+        return KernelSet(value)
+    except (ValueError, TypeError):
+        return value
+
+
 def _kernels_validator(instance: Backend, attribute: Any, value: str) -> None:
     _check_kernels(instance.name, value)
 
@@ -175,7 +207,9 @@ class Backend:
     xp: Any = attrs.field(repr=False)
     rng: Callable[[np.random.SeedSequence], RandomSource] = attrs.field(repr=False)
     to_numpy: Callable[[Any], np.ndarray] = attrs.field(repr=False)
-    kernels: str = attrs.field(default="array", kw_only=True, validator=_kernels_validator)
+    kernels: KernelSet = attrs.field(
+        default=KernelSet.ARRAY, kw_only=True, converter=_kernel_set, validator=_kernels_validator
+    )
 
     @property
     def spec(self) -> str:

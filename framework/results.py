@@ -2,8 +2,11 @@
 
 Every result states how it was obtained: ``method`` is ``"exact"`` (PLD, closed form),
 ``"upper bound"`` (a PLD of a dominating event) or ``"monte_carlo"``; Monte Carlo results
-carry the sample count, the seed and the failure probability of their certified bound.
-``to_json`` / ``Result.from_json`` round-trip exactly.
+carry the failure probability of their certified bound and one
+:class:`~minsep.framework.evidence.MonteCarloEvidence` (``monte_carlo``: samples, seed,
+chunk size, kernel set, verification evidence). ``to_json`` / ``Result.from_json``
+round-trip exactly; the dict form carries its ``format`` version (:data:`RESULT_FORMAT`), and
+results of format 1 (the Monte Carlo fields flat) still read.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import attrs
 
 from minsep.framework import validation as v
 from minsep.framework.errors import ConfigurationError
+from minsep.framework.evidence import MonteCarloEvidence, MonteCarloView
+from minsep.framework.result_format import RESULT_FORMAT, upgrade
 
 if TYPE_CHECKING:
     from minsep.framework.compose import CertifiedPLD
@@ -80,6 +85,20 @@ def _floats(values: Any) -> tuple[float, ...]:
 _KINDS: dict[str, type[Result]] = {}
 
 
+def _evidence(value: Any) -> MonteCarloEvidence | None:
+    """Converter of ``monte_carlo``: None, a record, or the dict of one."""
+    if value is None or isinstance(value, MonteCarloEvidence):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigurationError(
+            f"Result.monte_carlo = {_clip(value)} is invalid: must be a MonteCarloEvidence, a "
+            "dict of its fields or None",
+            parameter="monte_carlo",
+        )
+    v.check_keywords(MonteCarloEvidence, value, owner="MonteCarloEvidence")
+    return MonteCarloEvidence(**value)
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return {"__float__": repr(value)}
@@ -115,8 +134,10 @@ def _tagged_float(text: Any, name: str) -> float:
 
 
 @attrs.frozen(kw_only=True)
-class Result:
-    """Base of all results: provenance shared by every answer."""
+class Result(MonteCarloView):
+    """Base of all results: provenance shared by every answer, and for Monte Carlo answers
+    the :class:`~minsep.framework.evidence.MonteCarloEvidence` they rest on (its fields read
+    as ``result.samples``, ``result.seed``, ... through :class:`MonteCarloView`)."""
 
     kind: ClassVar[str] = "result"
 
@@ -134,15 +155,18 @@ class Result:
     environment: dict[str, str] | None = attrs.field(
         default=None, validator=v.optional(_mapping), eq=False
     )
+    #: the draws and the verification evidence of a Monte Carlo answer; None otherwise
+    monte_carlo: MonteCarloEvidence | None = attrs.field(default=None, converter=_evidence)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _KINDS[cls.kind] = cls
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-data form with a ``kind`` tag."""
+        """Plain-data form with ``kind`` and ``format`` (:data:`RESULT_FORMAT`) tags."""
         data = attrs.asdict(self, recurse=True)
-        return {"kind": self.kind, **_encode(data)}
+        data["monte_carlo"] = data.pop("monte_carlo")  # after the answer's own figures
+        return {"kind": self.kind, "format": RESULT_FORMAT, **_encode(data)}
 
     def to_json(self, **kwargs: Any) -> str:
         """JSON text; non-finite floats are tagged so they survive the round trip."""
@@ -164,7 +188,7 @@ class Result:
                 "object (a dict) with a 'kind' field",
                 parameter="data",
             )
-        data = dict(_decode(data))
+        data = upgrade(dict(_decode(data)))
         kind = data.pop("kind", None)
         found = _KINDS.get(str(kind))
         if found is None or not issubclass(found, cls):
@@ -218,27 +242,7 @@ class EpsilonResult(Result):
     certified_epsilon: float = _number()
     delta: float = _number(validator=_TARGET_DELTA)
     sigma: float = _number(validator=_SIGMA)
-    samples: int | None = _optional(v.positive_int())
-    seed: int | None = _optional(v.integer(low=0))
     failure_probability: float = _number(0.0, _UNIT)
-    std_error: float | None = _optional(_EXTENDED)
-    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
-    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
-        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
-    )
-    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
-    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
-    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
-    chunk_size: int | None = _optional(v.positive_int())
-    base_delta: float | None = _optional(_EXTENDED)
-    pilot_samples: int | None = _optional(v.positive_int())
-    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
-    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
-    # how a Monte Carlo certificate was verified ("betting" or "fact42"); None: not Monte Carlo
-    bound: str | None = attrs.field(default=None, validator=v.optional(v.text()))
-    #: what the verifier saw, to re-derive the certificate from (docs/math.md §7; checked by
-    #: :mod:`~minsep.framework.montecarlo.trust`); None: not kept
-    evidence: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_epsilon", self.certified_epsilon, self.epsilon)
@@ -257,25 +261,7 @@ class DeltaResult(Result):
     certified_delta: float = _number(validator=_UNIT)
     epsilon: float = _number()
     sigma: float = _number(validator=_SIGMA)
-    samples: int | None = _optional(v.positive_int())
-    seed: int | None = _optional(v.integer(low=0))
     failure_probability: float = _number(0.0, _UNIT)
-    std_error: float | None = _optional(_EXTENDED)
-    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
-    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
-        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
-    )
-    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
-    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
-    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
-    chunk_size: int | None = _optional(v.positive_int())
-    base_delta: float | None = _optional(_EXTENDED)
-    pilot_samples: int | None = _optional(v.positive_int())
-    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
-    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
-    #: what the verifier saw, to re-derive the certificate from (docs/math.md §7; checked by
-    #: :mod:`~minsep.framework.montecarlo.trust`); None: not kept
-    evidence: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def __attrs_post_init__(self) -> None:
         _certified_not_below(self, "certified_delta", self.certified_delta, self.delta)
@@ -321,22 +307,7 @@ class CalibrationResult(Result):
     delta: float = _number(validator=_TARGET_DELTA)
     certified: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     candidates: tuple[float, ...] = attrs.field(default=(), converter=_floats)
-    samples: int | None = _optional(v.positive_int())
-    seed: int | None = _optional(v.integer(low=0))
     failure_probability: float = _number(0.0, _UNIT)
-    base_delta: float | None = _optional(_EXTENDED)
-    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
-    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
-        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
-    )
-    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
-    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
-    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
-    chunk_size: int | None = _optional(v.positive_int())
-    pilot_samples: int | None = _optional(v.positive_int())
-    # the importance-sampling proposal (method, order, log_z, support, add); None: plain
-    proposal: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
-    sigma_estimate: float | None = _optional(_SIGMA)
 
 
 def _grid(name: str, values: Any, high: float) -> tuple[float, ...]:
@@ -422,26 +393,13 @@ class CurveResult(Result):
         converter=_certified_deltas, validator=_curve_values
     )
     sigma: float = _number(validator=_SIGMA)
-    samples: int | None = _optional(v.positive_int())
-    seed: int | None = _optional(v.integer(low=0))
     failure_probability: float = _number(0.0, _UNIT)
-    backend: str | None = attrs.field(default=None, validator=v.optional(v.text()))
-    kernels: str | None = attrs.field(  # "numba" | "cuda" | "array" (Monte Carlo)
-        default=None, validator=v.optional(v.one_of("numba", "cuda", "array"))
-    )
-    # samples per chunk (Monte Carlo): with seed, samples and pilot_samples it fixes every
-    # draw, so a seeded answer reproduces only at the same chunk size (--memory-budget and
-    # --chunk-size choose it); None: not Monte Carlo, or a result from before it was recorded
-    chunk_size: int | None = _optional(v.positive_int())
     #: The epsilon(delta) view (:meth:`with_epsilons`): target deltas and the certified
     #: epsilon at each, failure probability included (inf where none is certified).
     target_deltas: tuple[float, ...] = attrs.field(default=(), converter=_target_deltas)
     certified_epsilons: tuple[float, ...] = attrs.field(
         default=(), converter=_certified_epsilons, validator=_paired
     )
-    #: what the verifier saw, to re-derive the certificate from (docs/math.md §7; checked by
-    #: :mod:`~minsep.framework.montecarlo.trust`); None: not kept
-    evidence: dict[str, Any] | None = attrs.field(default=None, validator=v.optional(_mapping))
 
     def certified_epsilon(self, delta: float) -> float:
         """The smallest epsilon this curve certifies at ``delta``, failure probability

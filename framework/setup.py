@@ -20,10 +20,9 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-import attrs
-
 from minsep.framework.errors import ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import Accountant, AccountantKind, SamplingScheme, Strategy
+from minsep.framework.option_groups import flat_fields, grouped
 from minsep.framework.registries import accountants, schemes, strategies
 
 __all__ = [
@@ -135,10 +134,9 @@ def strategy_label(strategy: Strategy) -> str:
 
 
 def accountant_fields(cls: type[Accountant]) -> tuple[str, ...]:
-    """The options (attrs init fields) accountant class ``cls`` takes."""
-    if not attrs.has(cls):
-        return ()
-    return tuple(f.name for f in attrs.fields(cls) if f.init)
+    """The options (attrs init fields, those of its option records included:
+    :mod:`~minsep.framework.option_groups`) accountant class ``cls`` takes."""
+    return flat_fields(cls)
 
 
 def build_accountant(
@@ -161,7 +159,7 @@ def build_accountant(
             f"accountant {name!r} does not take the option(s) {flags}: they would be ignored. "
             f"Its options: {', '.join(taken) if taken else 'none'}"
         )
-    return cls(**{k: v for k, v in given.items() if k in taken})
+    return cls(**grouped(cls, {k: v for k, v in given.items() if k in taken}))
 
 
 def preference(kinds: Collection[AccountantKind] = _KIND_ORDER) -> tuple[str, ...]:

@@ -236,6 +236,21 @@ def text() -> Validator:
     return validate
 
 
+def member(kind: type[Any], value: Any) -> Any:
+    """For attrs converters (a named function returning ``member(Kind, value)``): a value of
+    the enum ``kind`` to its member; anything else unchanged, for :func:`choice` to refuse
+    with the allowed words."""
+    try:
+        return kind(value)
+    except (ValueError, TypeError):
+        return value
+
+
+def choice(kind: type[Any]) -> Validator:
+    """Validator: a member of the str-valued enum ``kind`` (the error lists its values)."""
+    return one_of(*(m.value for m in kind))
+
+
 def one_of(*choices: Any) -> Validator:
     """Validator: one of the listed values."""
 

@@ -20,6 +20,7 @@ from minsep.accountants.monte_carlo import MonteCarloAccountant
 from minsep.accountants.pld import conservative_sigma
 from minsep.framework.errors import CalibrationError, InfeasibleError
 from minsep.framework.interfaces import Strategy
+from minsep.framework.option_groups import grouped
 from minsep.paper.multi_attribution_settings import MASettings
 from minsep.paper.options import EngineOptions
 from minsep.paper.script import Stopwatch
@@ -97,7 +98,8 @@ def calibrate_all(
     k_u = graph.max_user_examples
     rate = settings.rate(graph.n_examples)
     samples = settings.resolved_samples()
-    monte_carlo = MonteCarloAccountant(**engine.accountant_options(samples))
+    options = grouped(MonteCarloAccountant, engine.accountant_options(samples))
+    monte_carlo = MonteCarloAccountant(**options)
     gaussian = GaussianAccountant()
     strategies = {k: BandedToeplitz.optimal(n, k) for k in settings.bands}
     identity_mse = Identity().prefix_mse(n)

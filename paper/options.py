@@ -59,7 +59,8 @@ class EngineOptions:
     progress: bool = False
 
     def accountant_options(self, samples: int) -> dict[str, Any]:
-        """Fields for :class:`~minsep.accountants.monte_carlo.MonteCarloAccountant`."""
+        """Options for :class:`~minsep.accountants.monte_carlo.MonteCarloAccountant`, flat
+        (:func:`~minsep.framework.setup.build_accountant` groups them into its records)."""
         options: dict[str, Any] = {
             "samples": samples,
             "seed": self.seed,

@@ -32,7 +32,7 @@ from typing import Any
 from dp_accounting.pld import privacy_loss_distribution
 
 from minsep.accountants.escort_engine import EscortProposal, escort_setups
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import CalibrationSweep, MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import (
     EngineConfig,
@@ -78,14 +78,12 @@ def certify_b_min_sep(samples: int, pilot: int, workers: int) -> dict[str, Any]:
         samples=samples,
         pilot_samples=pilot,
         seed=SEED,
-        workers=workers,
-        executor="processes" if workers > 1 else "local",
-        sweep_ratio=1.02,
-        sweep_size=6,
-        sweep_guards=(1.15,),
-        sigma_low=0.3,
-        sigma_high=0.6,
-        progress=False,
+        sweep=CalibrationSweep(
+            sweep_ratio=1.02, sweep_size=6, sweep_guards=(1.15,), sigma_low=0.3, sigma_high=0.6
+        ),
+        run=RunSettings(
+            workers=workers, executor="processes" if workers > 1 else "local", progress=False
+        ),
     )
     start = time.perf_counter()
     result = accountant.calibrate(scheme, banded, EPSILON, DELTA)
@@ -212,7 +210,8 @@ def comparison(sigma: float) -> str:
 def markdown(part4: dict[str, Any], cost: Sequence[dict[str, Any]]) -> str:
     """The report's tables."""
     res = part4["result"]
-    prop = res["proposal"] or {}
+    drawn = res.get("monte_carlo") or res  # result format 2 nests them, format 1 was flat
+    prop = drawn["proposal"] or {}
     lines = [
         f"Certified (ε = {EPSILON:g}, δ = |D|^-1.1 = {DELTA:.5g}) noise multiplier of untruncated "
         f"warm {BANDS}-min-sep {BANDS}-BandMF (n = {N}, expected batch {BATCH}, "
@@ -235,10 +234,10 @@ def markdown(part4: dict[str, Any], cost: Sequence[dict[str, Any]]) -> str:
                     res["sigma"],
                     prop.get("order"),
                     prop.get("support"),
-                    res["base_delta"],
+                    drawn["base_delta"],
                     res["failure_probability"],
-                    res["samples"],
-                    res["pilot_samples"],
+                    drawn["samples"],
+                    drawn["pilot_samples"],
                     part4["workers"],
                     part4["wall_s"],
                 ]

@@ -14,7 +14,8 @@ from typing import Any
 
 from minsep.framework.cli.option_flags import add_option_flag, taken_flags
 from minsep.framework.interfaces import Accountant
-from minsep.framework.parameters import CLI_KINDS, Parameter, parameters_of
+from minsep.framework.option_groups import flat_parameters
+from minsep.framework.parameters import CLI_KINDS, Parameter
 from minsep.framework.registries import accountants
 
 
@@ -23,7 +24,7 @@ def declared_options(cls: type[Accountant]) -> dict[str, str]:
     declared = cls.command_line_options
     if declared is not None:
         return dict(declared)
-    return {p.name: p.name for p in parameters_of(cls) if p.kind in CLI_KINDS}
+    return {p.name: p.name for p in flat_parameters(cls) if p.kind in CLI_KINDS}
 
 
 def option_fields() -> dict[str, str]:
@@ -39,7 +40,7 @@ def _parameters() -> dict[str, tuple[Parameter, str]]:
     """``{flag dest: (parameter, users)}`` of the declared options of a command-line kind."""
     found: dict[str, tuple[Parameter, list[str]]] = {}
     for entry in accountants.entries():
-        by_field = {p.name: p for p in parameters_of(entry.cls) if p.kind in CLI_KINDS}
+        by_field = {p.name: p for p in flat_parameters(entry.cls) if p.kind in CLI_KINDS}
         for field, dest in declared_options(entry.cls).items():
             if field in by_field:
                 found.setdefault(dest, (by_field[field], []))[1].append(entry.name)

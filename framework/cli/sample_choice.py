@@ -35,6 +35,7 @@ from minsep.framework.montecarlo.precision import (
     precision_of_samples,
     samples_for_precision,
 )
+from minsep.framework.option_groups import configure
 
 __all__ = ["choose_samples", "delta_samples"]
 
@@ -184,7 +185,7 @@ def delta_samples(
     samples = samples_for_precision(reference, precision, candidates=len(DEFAULT_FACTORS))
     limit = getattr(args, "max_seconds", None)
     if limit is not None:
-        accountant = attrs.evolve(accountant, max_seconds=limit)  # type: ignore[misc]
+        accountant = configure(accountant, max_seconds=limit)
     return _with_samples(accountant, samples), (
         f"samples: {samples:,} per direction, chosen for the first answer's delta <= "
         f"{reference:.3g} (by {early.accountant}) at {precision:.3g} precision (--precision, "

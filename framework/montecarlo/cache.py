@@ -41,6 +41,7 @@ import platformdirs
 from minsep.framework.backend import get_backend
 from minsep.framework.errors import MinsepError
 from minsep.framework.interfaces import Accountant, SamplingScheme, Strategy
+from minsep.framework.option_groups import flat_options
 from minsep.framework.results import Result
 
 __all__ = [
@@ -112,9 +113,7 @@ def question_key(
     if getattr(accountant, "seed", None) is None or not attrs.has(type(accountant)):
         return None
     options = {
-        k: v
-        for k, v in attrs.asdict(cast(Any, accountant), recurse=True).items()
-        if k not in EXECUTION_ONLY
+        k: v for k, v in flat_options(cast(Any, accountant)).items() if k not in EXECUTION_ONLY
     }
     if "backend" in options:  # the kernel set changes the random stream's rounding
         options["backend"] = get_backend(options["backend"]).spec
@@ -218,7 +217,7 @@ class AnswerCache:
                 raise MinsepError("not a minsep answer entry")
             if entry.get("question_key") != key:
                 raise MinsepError(f"it answers question {entry.get('question_key')!r}")
-            result = kind.from_dict(entry.get("result"))  # checks the result (trust.py)
+            result = trust.check_stored(entry.get("result"), kind)  # format, evidence
             trust.check_question(result, asked or {})
         except (MinsepError, ValueError) as exc:
             self._tell(f"answer cache: ignoring {path} (recomputing): {exc}")
@@ -256,6 +255,8 @@ class AnswerCache:
         """The cached answer of ``key`` (checked against ``asked``, :meth:`load`) with its
         date, else ``compute()`` stored (when ``key`` is not None) with None; folders that
         others can write are neither read nor written (one warning)."""
+        from minsep.framework.montecarlo import trust
+
         usable = key is not None and self._usable()
         if usable:
             assert key is not None
@@ -263,8 +264,8 @@ class AnswerCache:
             if found is not None:
                 return found
         result = compute()
-        if usable:
-            assert key is not None
+        if usable and not any(True for _ in trust.evidence_problems(result)):
+            assert key is not None  # an answer it could not trust on reading is not stored
             self._write(key, result)
         return result, None
 

@@ -25,9 +25,19 @@ condition of the routes that produced the result, stated here and in docs/math.m
   (by Jensen, ``ln W <= m ln(1 + lam (delta_u - mean))``, so a wealth ``>= 1/beta > 1``
   needs ``mean < delta_u``) and the certificate must be at least that point.
 
+* Algorithm 5 (a calibration keeping ``deltas``, the verification mean of every sweep entry):
+  the released sigma is at least the sweep entry down to which every mean is <= base delta.
+
 A stated value may exceed the re-derived one (over-reporting is safe); below it by more than
 :data:`RELATIVE` is refused. What this cannot catch: a forger who recomputes every field
 consistently (README "Trust model").
+
+An answer read back from the answer cache (:func:`check_stored`) must moreover be of the
+current result format and, when it certifies anything by Monte Carlo, carry every piece of
+evidence its certificate is re-derived from (:func:`evidence_problems`): without them the
+checks above would have nothing to re-derive from, so a hand edit nulling them would pass.
+Importance-sampling (escort) certificates keep no evidence these rules re-derive, so they
+are never served from the cache.
 """
 
 from __future__ import annotations
@@ -36,11 +46,21 @@ import math
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from minsep.framework.errors import ConfigurationError
 
-__all__ = ["RELATIVE", "check", "check_question", "others_can_write", "problems"]
+R = TypeVar("R")
+
+__all__ = [
+    "RELATIVE",
+    "check",
+    "check_question",
+    "check_stored",
+    "evidence_problems",
+    "others_can_write",
+    "problems",
+]
 
 #: Relative slack for floats recomputed by the same functions (libm and scipy versions).
 RELATIVE = 1e-9
@@ -50,6 +70,87 @@ def check(result: Any) -> None:
     """Raise ConfigurationError naming the first invariant ``result`` breaks (module
     docstring)."""
     _raise(result, problems(result))
+
+
+def check_stored(data: Any, kind: type[R]) -> R:
+    """The ``kind`` result of a stored answer's dict form, refused (ConfigurationError) when
+    it is of an older result format, breaks an invariant (:func:`check`) or certifies by
+    Monte Carlo without the evidence to re-derive its certificate
+    (:func:`evidence_problems`)."""
+    from minsep.framework.result_format import RESULT_FORMAT, result_format
+
+    found = result_format(data) if isinstance(data, dict) else RESULT_FORMAT
+    if found != RESULT_FORMAT:
+        raise ConfigurationError(
+            f"{kind.__name__}.format = {found!r} is invalid: a stored answer must be of the "
+            f"current result format {RESULT_FORMAT} (it would be re-derived from evidence "
+            "that older formats do not all keep)",
+            parameter="format",
+        )
+    result: R = cast(Any, kind).from_dict(data)
+    _raise(result, evidence_problems(result))
+    return result
+
+
+def evidence_problems(result: Any) -> Iterator[tuple[str, str]]:
+    """``(field, why)`` when ``result`` certifies something by Monte Carlo without the
+    evidence its certificate is re-derived from (module docstring): the record, the level,
+    the bound, and the verification evidence of the rule that certified it."""
+    if result.method != "monte_carlo" or not _claims(result):
+        return
+    if result.monte_carlo is None:
+        yield "monte_carlo", "a certified Monte Carlo answer must carry its evidence record"
+        return
+    if result.proposal is not None:
+        yield "proposal", "an importance-sampling certificate keeps no re-derivable evidence"
+        return
+    for name in _NEEDED[result.kind]:
+        if getattr(result, name) is None:
+            yield name, "a certified Monte Carlo answer must state it (it is re-derived from it)"
+            return
+    rule = (result.evidence or {}).get("rule")
+    wanted = _RULES[result.kind](result)
+    if rule != wanted:
+        yield "evidence", f"a certificate of rule {wanted!r} must keep that rule's evidence"
+        return
+    missing = [k for k in _EVIDENCE_KEYS[result.kind, wanted] if result.evidence.get(k) is None]
+    if missing:
+        yield "evidence", f"the {wanted!r} evidence must hold {missing}"
+
+
+def _claims(result: Any) -> bool:
+    """Whether ``result`` certifies anything (an uncertified answer claims nothing)."""
+    if result.kind == "epsilon":
+        return bool(math.isfinite(result.certified_epsilon))
+    if result.kind == "delta":
+        return bool(result.certified_delta < 1.0)
+    if result.kind == "calibration":
+        return bool(result.certified)
+    return bool(result.kind == "curve" and min(result.certified_delta, default=1.0) < 1.0)
+
+
+#: The evidence-record fields a certified plain Monte Carlo answer of each kind must state.
+_NEEDED = {
+    "epsilon": ("base_delta", "bound", "evidence"),
+    "delta": ("base_delta", "evidence"),
+    "calibration": ("base_delta", "evidence"),
+    "curve": ("evidence",),
+}
+#: The rule whose evidence each kind's certificate is re-derived from.
+_RULES: dict[str, Callable[[Any], str]] = {
+    "epsilon": lambda result: str(result.bound),
+    "delta": lambda result: "fact42",
+    "calibration": lambda result: "algorithm5",
+    "curve": lambda result: "kl",
+}
+#: The keys the evidence of each (kind, rule) must hold (not null).
+_EVIDENCE_KEYS = {
+    ("epsilon", "betting"): ("released", "verification_mean"),
+    ("epsilon", "fact42"): ("declared", "candidates", "verification_means"),
+    ("delta", "fact42"): ("thresholds", "verification_mean"),
+    ("calibration", "algorithm5"): ("deltas",),
+    ("curve", "kl"): (),
+}
 
 
 def check_question(result: Any, asked: Mapping[str, Any]) -> None:
@@ -286,6 +387,27 @@ def _calibration(result: Any) -> Iterator[tuple[str, str]]:
     if not _plain_monte_carlo(result) or not result.certified or result.base_delta is None:
         return
     yield from _fact42_level(result, result.base_delta, result.delta, 1)  # Algorithm 5: R = 1
+    deltas = (result.evidence or {}).get("deltas")
+    if deltas is None:
+        return
+    means, sweep = [float(d) for d in deltas], result.candidates
+    if len(means) != len(sweep):
+        yield "evidence", f"needs one verification mean per sweep entry ({len(sweep)})"
+        return
+    index = -1
+    for i, observed in enumerate(means):
+        if not observed <= result.base_delta:
+            break
+        index = i
+    released = sweep[index] if index >= 0 else math.inf
+    if _below(result.sigma, released):
+        yield (
+            "sigma",
+            (
+                f"its own verification evidence releases {released!r} (the sweep entry down to "
+                f"which every verification mean is <= base delta {result.base_delta!r})"
+            ),
+        )
 
 
 # -- curve ----------------------------------------------------------------------------------

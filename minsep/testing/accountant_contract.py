@@ -11,6 +11,7 @@ import pytest
 
 from minsep.framework.errors import NotAccountableError
 from minsep.framework.interfaces import Accountant, AccountantKind, SamplingScheme, Strategy
+from minsep.framework.option_groups import flat_fields
 from minsep.testing.assertions import assert_refuses_invalid
 
 Pair = tuple[SamplingScheme, Strategy]
@@ -45,12 +46,14 @@ class AccountantContract:
 
     def test_declares_what_it_is(self, accountant: Accountant) -> None:
         """``kind``, ``sound`` and ``rank`` are well-typed, and every declared command-line
-        option is a constructor keyword (``auto`` and the flags are built from them)."""
+        option is a constructor keyword or an option of one of its option records
+        (:mod:`~minsep.framework.option_groups`; ``auto`` and the flags are built from them)."""
         cls = type(accountant)
         assert isinstance(cls.kind, AccountantKind), f"kind {cls.kind!r}"
         assert isinstance(cls.sound, bool) and isinstance(cls.rank, int)
         declared = cls.command_line_options or {}
         fields = {f.alias or f.name for f in attrs.fields(cls)} if attrs.has(cls) else set()
+        fields |= set(flat_fields(cls))  # the options of its option records too
         unknown = sorted(set(declared) - fields)
         assert not unknown, f"command_line_options names no field: {unknown}"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from minsep.accountants.monte_carlo import CalibrationSweep, RunSettings
 from tests.audit.cases_setup import bad, edge, good
 from tests.audit.checks import (
     finite_positive,
@@ -36,7 +37,11 @@ def _registry(kind: str) -> Any:
 
 
 def accountant(name: str, **options: Any) -> Any:
-    return _registry("accountants").get(name)(**options)
+    """The accountant ``name`` from flat options (those of its option records included)."""
+    from minsep.framework.option_groups import grouped
+
+    cls = _registry("accountants").get(name)
+    return cls(**grouped(cls, options))
 
 
 def mc(**options: Any) -> Any:
@@ -91,12 +96,22 @@ def mc_constructor_cases() -> list[Case]:
                 )
             )
     cases += [
-        bad(a, "mc-sigma-high-below-low", lambda: mc(sigma_low=2.0, sigma_high=1.0), "sigma_high"),
-        bad(a, "mc-local-with-two-workers", lambda: mc(executor="local", workers=2), "workers"),
+        bad(
+            a,
+            "mc-sigma-high-below-low",
+            lambda: mc(sweep=CalibrationSweep(sigma_low=2.0, sigma_high=1.0)),
+            "sigma_high",
+        ),
+        bad(
+            a,
+            "mc-local-with-two-workers",
+            lambda: mc(run=RunSettings(executor="local", workers=2)),
+            "workers",
+        ),
         bad(
             a,
             "mc-scheduler-with-processes",
-            lambda: mc(executor="processes", scheduler="tcp://127.0.0.1:9"),
+            lambda: mc(run=RunSettings(executor="processes", scheduler="tcp://127.0.0.1:9")),
             "scheduler",
         ),
         good(
@@ -287,7 +302,7 @@ def query_cases() -> list[Case]:
         edge(
             a,
             "mc-chunk-size-4e6",
-            lambda: mc(chunk_size=4_000_000).epsilon(bms(), identity(), 1.0, 1e-2),
+            lambda: mc(run=RunSettings(chunk_size=4_000_000)).epsilon(bms(), identity(), 1.0, 1e-2),
             "chunk_size",
             "memory",
         ),
@@ -365,7 +380,9 @@ def query_cases() -> list[Case]:
         good(
             a,
             "mc-calibrate-tiny",
-            lambda: mc(sweep_size=4).calibrate(bms(), identity(), 4.0, 1e-2),
+            lambda: mc(sweep=CalibrationSweep(sweep_size=4)).calibrate(
+                bms(), identity(), 4.0, 1e-2
+            ),
             within("sigma", 0.05, 300.0),
         ),
         good(
@@ -787,7 +804,7 @@ def _with_checkpoint(content: str | bytes | None, second_sigma: float | None = N
     if content is not None:
         with open(path, "wb") as handle:
             handle.write(content.encode() if isinstance(content, str) else content)
-    acc = mc(checkpoint=path, checkpoint_interval=0.0)
+    acc = mc(run=RunSettings(checkpoint=path, checkpoint_interval=0.0))
     first = acc.epsilon(bms(), identity(), 1.0, 1e-2)
     if second_sigma is None:
         return first

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from minsep.accountants.gaussian import GaussianAccountant
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.accountants.pld import PLDAccountant
 from minsep.framework.errors import MinsepError
 from minsep.framework.interfaces import SamplingScheme, Strategy
@@ -137,7 +137,10 @@ GAUSSIAN = GaussianAccountant()
 PLD = PLDAccountant()
 #: Cheap but meaningful Monte Carlo: 4000 verification samples certify at delta = 1e-2.
 MONTE_CARLO = MonteCarloAccountant(
-    samples=4000, pilot_samples=2000, seed=20260214, chunk_size=4096, progress=False
+    samples=4000,
+    pilot_samples=2000,
+    seed=20260214,
+    run=RunSettings(chunk_size=4096, progress=False),
 )
 DELTA = 1e-2
 
@@ -274,7 +277,7 @@ def test_the_gaussian_notes_record_the_step_contribution() -> None:
 def test_multi_attribution_gaussian_bounds_the_certificate_of_the_issue() -> None:
     strategy = strategies.get("banded_toeplitz").for_steps(64, bands=4)
     scheme = _multi_attribution(16)
-    mc = MonteCarloAccountant(samples=20_000, seed=1, progress=False)
+    mc = MonteCarloAccountant(samples=20_000, seed=1, run=RunSettings(progress=False))
     certified = _epsilon(mc, scheme, strategy, 2.0, 1e-3)
     assert math.isfinite(certified)
     assert _epsilon(GAUSSIAN, scheme, strategy, 2.0, 1e-3) >= certified

@@ -14,7 +14,7 @@ import functools
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.montecarlo import EngineConfig, certify_epsilon
 from minsep.framework.registries import schemes, strategies
 from tests.unit.montecarlo_toys import SubsampledGaussianToy
@@ -52,7 +52,9 @@ def check_poisson(seeds: range, samples: int) -> None:
     identity = strategies.get("identity").for_steps(n)
     truth = poisson_lower_epsilon(n, rate, sigma, delta)
     for seed in seeds:
-        accountant = MonteCarloAccountant(samples=samples, seed=seed, progress=False)
+        accountant = MonteCarloAccountant(
+            samples=samples, seed=seed, run=RunSettings(progress=False)
+        )
         result = accountant.epsilon(scheme, identity, sigma, delta)
         assert result.bound == "betting", seed
         assert result.certified_epsilon >= truth, seed

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.interfaces import Direction
 from minsep.schemes.b_min_sep.column_bound import ColumnBoundLossModel
 from minsep.schemes.b_min_sep.columns import DenseColumns
@@ -92,7 +92,10 @@ def test_the_certified_epsilon_is_at_least_the_exact_one() -> None:
     scheme = BMinSep(n_steps=N, rate=0.3, min_sep=2, warm_start=True)
     strategy = DenseTestStrategy(C)
     accountant = MonteCarloAccountant(
-        samples=4000, pilot_samples=2000, seed=20261201, chunk_size=4096, progress=False
+        samples=4000,
+        pilot_samples=2000,
+        seed=20261201,
+        run=RunSettings(chunk_size=4096, progress=False),
     )
     result = accountant.epsilon(scheme, strategy, SIGMA, 1e-2)  # type: ignore[arg-type]
     exact = _exact_epsilon(1e-2, 2, scheme.probability, True)

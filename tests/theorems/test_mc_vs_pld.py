@@ -11,6 +11,7 @@ import pytest
 from dp_accounting import NeighboringRelation, dp_event
 from dp_accounting.pld import pld_privacy_accountant
 
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.montecarlo import EngineConfig, certify_epsilon
 from minsep.framework.registries import accountants, schemes, strategies
 from tests.unit.montecarlo_toys import SubsampledGaussianToy
@@ -47,7 +48,10 @@ def _compare(scheme_name: str, steps: int, rate: float, sigma: float, samples: i
     )
     assert pld.epsilon == pytest.approx(exact, rel=1e-3)
     mc = accountants.get("monte_carlo")(
-        samples=samples, pilot_samples=samples // 4, seed=20260214, chunk_size=25_000
+        samples=samples,
+        pilot_samples=samples // 4,
+        seed=20260214,
+        run=RunSettings(chunk_size=25_000),
     ).epsilon(scheme, strategy, sigma, DELTA)
     assert mc.epsilon == pytest.approx(exact, rel=0.02)
     # the certificate never under-reports (PLD is pessimistic by its discretisation, < 1%)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.accountants.pld import PLDAccountant
 from minsep.framework.interfaces import SamplingScheme, Strategy
 from minsep.framework.registries import schemes, strategies
@@ -30,7 +30,7 @@ def check_agreement(n: int, rate: float, sigma: float, samples: int, seed: int) 
     pld = PLDAccountant(value_discretization_interval=1e-4)
     eps = pld.epsilon(exact, identity, sigma, 1e-3).epsilon
     dlt = pld.delta(exact, identity, sigma, eps).delta
-    mc = MonteCarloAccountant(samples=samples, seed=seed, progress=False)
+    mc = MonteCarloAccountant(samples=samples, seed=seed, run=RunSettings(progress=False))
     for scheme in (b1, exact):  # b-min-sep at b = 1, and Poisson's own Monte Carlo route
         e = mc.epsilon(scheme, identity, sigma, 1e-3)
         assert e.std_error is not None and e.std_error < 0.1
@@ -50,9 +50,9 @@ def test_b1_monte_carlo_calibration_is_no_smaller_than_exact() -> None:
     exact, b1, identity = setup(64, 1 / 8)
     target, delta = 4.0, 1e-2
     exact_sigma = PLDAccountant().calibrate(exact, identity, target, delta).sigma
-    mc_sigma = MonteCarloAccountant(samples=30_000, seed=5, progress=False).calibrate(
-        b1, identity, target, delta
-    )
+    mc_sigma = MonteCarloAccountant(
+        samples=30_000, seed=5, run=RunSettings(progress=False)
+    ).calibrate(b1, identity, target, delta)
     # Certified (up to the failure probability folded into delta), hence not below the exact
     # answer beyond the PLD's pessimism, and close to it: the base delta costs a few percent.
     assert mc_sigma.sigma >= exact_sigma * 0.99

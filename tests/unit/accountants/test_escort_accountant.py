@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.cli.main import main
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo.checkpoint import Checkpoint
@@ -28,7 +28,9 @@ def exact_epsilon() -> float:
 
 
 def test_auto_takes_the_escort_when_plain_cannot_certify() -> None:
-    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=1, progress=False)
+    accountant = MonteCarloAccountant(
+        samples=2_000, pilot_samples=500, seed=1, run=RunSettings(progress=False)
+    )
     result = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
     assert result.proposal is not None
     assert result.proposal["method"] == "escort" and result.proposal["order"] == 3
@@ -41,14 +43,20 @@ def test_auto_takes_the_escort_when_plain_cannot_certify() -> None:
 
 
 def test_plain_is_refused_where_it_cannot_certify() -> None:
-    accountant = MonteCarloAccountant(samples=2_000, seed=1, proposal="plain", progress=False)
+    accountant = MonteCarloAccountant(
+        samples=2_000, seed=1, proposal="plain", run=RunSettings(progress=False)
+    )
     with pytest.raises(ConfigurationError, match="samples"):
         accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
 
 
 def test_escort_delta_question() -> None:
     accountant = MonteCarloAccountant(
-        samples=5_000, pilot_samples=1_000, seed=2, proposal="escort", progress=False
+        samples=5_000,
+        pilot_samples=1_000,
+        seed=2,
+        proposal="escort",
+        run=RunSettings(progress=False),
     )
     epsilon = exact_epsilon()
     result = accountant.delta(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, epsilon)
@@ -71,7 +79,7 @@ def test_cli_proposal_flag(capsys: pytest.CaptureFixture[str]) -> None:
     ]  # fmt: skip
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["proposal"]["method"] == "escort"
+    assert data["monte_carlo"]["proposal"]["method"] == "escort"
     assert data["certified_epsilon"] >= exact_epsilon()
 
 
@@ -81,10 +89,8 @@ def test_escort_stages_are_checkpointed_and_resume(tmp_path: Path) -> None:
         samples=2_000,
         pilot_samples=500,
         seed=1,
-        progress=False,
         proposal="escort",
-        checkpoint=str(path),
-        chunk_size=500,
+        run=RunSettings(progress=False, checkpoint=str(path), chunk_size=500),
     )
     first = accountant.epsilon(Poisson(n_steps=N, rate=RATE), Identity(), SIGMA, DELTA)
     stages = Checkpoint(path).read()
@@ -104,9 +110,13 @@ def test_auto_says_when_the_escort_it_chose_cannot_run(monkeypatch: pytest.Monke
         raise ConfigurationError("escort_setups.orders = (2,) is invalid: no order fits")
 
     monkeypatch.setattr(EscortProposal, "locate", cannot)
-    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=1, progress=False)
+    accountant = MonteCarloAccountant(
+        samples=2_000, pilot_samples=500, seed=1, run=RunSettings(progress=False)
+    )
     with pytest.raises(ConfigurationError, match=r"'auto' chose the escort .* cannot run here"):
         accountant.calibrate(Poisson(n_steps=N, rate=RATE), Identity(), 9.5, DELTA)
-    named = MonteCarloAccountant(samples=2_000, seed=1, progress=False, proposal="escort")
+    named = MonteCarloAccountant(
+        samples=2_000, seed=1, proposal="escort", run=RunSettings(progress=False)
+    )
     with pytest.raises(ConfigurationError, match="no order fits"):
         named.calibrate(Poisson(n_steps=N, rate=RATE), Identity(), 9.5, DELTA)

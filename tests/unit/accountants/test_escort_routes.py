@@ -16,7 +16,7 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     escort_setups,
 )
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import EngineConfig, calibrate_sweep
 from minsep.schemes.b_min_sep import BMinSep
@@ -93,7 +93,9 @@ def test_unavailable_names_the_state_budget() -> None:
 
 def test_auto_does_not_choose_an_escort_that_cannot_run() -> None:
     scheme, strategy = wide_min_sep()
-    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=1_000, seed=3, progress=False)
+    accountant = MonteCarloAccountant(
+        samples=2_000, pilot_samples=1_000, seed=3, run=RunSettings(progress=False)
+    )
     for ask in (
         lambda: accountant.calibrate(scheme, strategy, 2.0, 1e-6),
         lambda: accountant.epsilon(scheme, strategy, 1.0, 1e-6),
@@ -110,7 +112,9 @@ def test_auto_calibration_falls_back_when_the_sweep_defeats_the_escort(
         raise ConfigurationError("no affordable order helps (test)")
 
     monkeypatch.setattr(EscortProposal, "sweep_plan", no_order_helps)
-    accountant = MonteCarloAccountant(samples=2_000, pilot_samples=500, seed=3, progress=False)
+    accountant = MonteCarloAccountant(
+        samples=2_000, pilot_samples=500, seed=3, run=RunSettings(progress=False)
+    )
     with pytest.raises(ConfigurationError, match=r"chose the escort .* cannot run here") as info:
         accountant.calibrate(*dp_sgd_pair(), 4.5, 1e-6)
     assert "no affordable order helps (test)" in str(info.value)

@@ -8,14 +8,16 @@ import warnings
 import attrs
 import pytest
 
+from minsep.accountants.monte_carlo import CalibrationSweep
 from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import SamplingScheme, Strategy
+from minsep.framework.option_groups import configure
 from minsep.framework.registries import accountants
 from minsep.framework.results import Result
 from tests.contracts.base import AccountantContract
 from tests.unit.montecarlo_toys import SubsampledGaussianToy, ToyScheme, ToyStrategy
 
-FAST = {"samples": 40_000, "pilot_samples": 10_000, "seed": 7, "chunk_size": 10_000}
+FAST = {"samples": 40_000, "pilot_samples": 10_000, "seed": 7, "run": {"chunk_size": 10_000}}
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def test_registered_and_configurable() -> None:
     acc = cls(**FAST)
     assert acc.samples == 40_000 and acc.seed == 7
     with pytest.raises(ConfigurationError, match="sigma_high"):
-        cls(sigma_low=2.0, sigma_high=1.0)
+        cls(sweep=CalibrationSweep(sigma_low=2.0, sigma_high=1.0))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         acc.samples = 3  # type: ignore[misc]
 
@@ -95,7 +97,7 @@ def test_calibrate_returns_a_sigma_that_is_truly_private() -> None:
     assert result.sigma in result.candidates
     assert result.certified and result.samples == 40_000
     with pytest.raises(CalibrationError):
-        attrs.evolve(acc, sigma_low=0.01, sigma_high=0.02).calibrate(
+        configure(acc, sigma_low=0.01, sigma_high=0.02).calibrate(
             ToyScheme(rate=0.3), ToyStrategy(), eps, delta
         )
 
@@ -120,6 +122,6 @@ def test_conjectured_models_warn() -> None:
 def test_workers_do_not_change_the_answer() -> None:
     acc = accountants.get("monte_carlo")(**{**FAST, "samples": 20_000, "pilot_samples": 5_000})
     one = acc.epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
-    two = attrs.evolve(acc, workers=2).epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
+    two = configure(acc, workers=2).epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
     assert (one.epsilon, one.certified_epsilon) == (two.epsilon, two.certified_epsilon)
     assert math.isfinite(one.certified_epsilon)

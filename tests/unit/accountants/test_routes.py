@@ -10,7 +10,7 @@ import pytest
 
 from minsep.accountants import escort_engine, routes
 from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.accountants.routes import ESCORT_MARGIN, escort_samples
 from minsep.framework.cli.main import main
 from minsep.framework.montecarlo.bounds import min_samples
@@ -28,7 +28,7 @@ def pair() -> tuple[BMinSep, BandedToeplitz]:
 
 
 def accountant(**options: object) -> MonteCarloAccountant:
-    return MonteCarloAccountant(seed=5, progress=False, **options)  # type: ignore[arg-type]
+    return MonteCarloAccountant(seed=5, **options, run=RunSettings(progress=False))  # type: ignore[arg-type]
 
 
 def test_escort_samples_follow_the_normalised_problem() -> None:
@@ -107,7 +107,7 @@ def test_epsilon_runs_the_route_it_chose(capsys: pytest.CaptureFixture[str]) -> 
     assert main(argv) == 0
     captured = capsys.readouterr()
     result = json.loads(captured.out)
-    assert result["proposal"]["method"] == "escort"
+    assert result["monte_carlo"]["proposal"]["method"] == "escort"
     assert "by the escort route" in captured.err
     assert "epsilon (escort, order" in captured.err  # the plan used the escort's rates
     assert result["certified_epsilon"] >= result["epsilon"]

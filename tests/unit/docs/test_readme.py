@@ -75,5 +75,8 @@ def test_readme_escort_example_uses_the_escort(capsys: pytest.CaptureFixture[str
     import json
 
     result = json.loads(capsys.readouterr().out)
-    assert result["accountant"] == "monte_carlo" and result["proposal"]["method"] == "escort"
+    assert (
+        result["accountant"] == "monte_carlo"
+        and result["monte_carlo"]["proposal"]["method"] == "escort"
+    )
     assert result["certified_epsilon"] == pytest.approx(8.59, abs=0.01)

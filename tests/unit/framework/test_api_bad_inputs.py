@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.errors import ConfigurationError, SchedulerUnreachableError
 from minsep.framework.interfaces import Accountant, Question, SamplingScheme, Strategy
 from minsep.framework.registries import accountants, schemes, strategies
@@ -137,11 +138,16 @@ def test_plugin_accountants_get_the_checks_too() -> None:
 
 def test_a_numpy_seed_is_normalised_and_runs() -> None:
     mc = accountants.get("monte_carlo")
-    accountant = mc(samples=8000, pilot_samples=2000, seed=np.int64(4), chunk_size=np.int32(1000))
-    assert type(accountant.seed) is int and type(accountant.chunk_size) is int
+    accountant = mc(
+        samples=8000,
+        pilot_samples=2000,
+        seed=np.int64(4),
+        run=RunSettings(chunk_size=np.int32(1000)),
+    )
+    assert type(accountant.seed) is int and type(accountant.run.chunk_size) is int
     result = accountant.epsilon(ToyScheme(rate=0.3), ToyStrategy(), 1.0, 1e-2)
     assert result.seed == 4 and math.isfinite(result.certified_epsilon)
-    same = mc(samples=8000, pilot_samples=2000, seed=4, chunk_size=1000)
+    same = mc(samples=8000, pilot_samples=2000, seed=4, run=RunSettings(chunk_size=1000))
     assert same.epsilon(ToyScheme(rate=0.3), ToyStrategy(), 1.0, 1e-2).epsilon == result.epsilon
 
 
@@ -158,10 +164,10 @@ def test_a_missing_scheduler_file_fails_at_construction(tmp_path: Any) -> None:
     pytest.importorskip("distributed")
     missing = str(tmp_path / "sched.json")
     with pytest.raises(ConfigurationError, match="existing scheduler file") as info:
-        accountants.get("monte_carlo")(scheduler=missing)
+        accountants.get("monte_carlo")(run=RunSettings(scheduler=missing))
     assert info.value.parameter == "scheduler"
     with pytest.raises(ConfigurationError, match="with a port"):
-        accountants.get("monte_carlo")(scheduler="tcp://head-node")
+        accountants.get("monte_carlo")(run=RunSettings(scheduler="tcp://head-node"))
 
 
 def test_an_unreachable_scheduler_fails_within_the_connect_timeout() -> None:
@@ -199,7 +205,7 @@ def test_the_curve_question_is_checked_too() -> None:
 )  # fmt: skip
 def test_monte_carlo_options_have_types(options: dict[str, Any], parameter: str) -> None:
     with pytest.raises(ConfigurationError, match=parameter):
-        accountants.get("monte_carlo")(**options)
+        accountants.get("monte_carlo")(run=options)
 
 
 def test_multi_attribution_names_its_missing_option() -> None:

@@ -120,7 +120,7 @@ def test_escort_rows_that_kept_the_base_delta_are_not_warned() -> None:
 
 
 def test_unwalked_sweep_entries_do_not_pass_the_estimate() -> None:
-    from minsep.accountants.monte_carlo import _estimate_index
+    from minsep.accountants.monte_carlo_notes import estimate_index as _estimate_index
 
     nan = float("nan")
     assert _estimate_index((1e-9, 2e-9, nan, nan), 1e-8) == 1

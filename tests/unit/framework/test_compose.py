@@ -9,6 +9,7 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.pld.common import DifferentialPrivacyParameters
 
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework import setup
 from minsep.framework.compose import CertifiedPLD, DominatingPair, dominating_pair
 from minsep.framework.errors import ConfigurationError
@@ -133,7 +134,7 @@ def test_the_exact_accountants_curve_dominates_the_exact_pld_and_composes_soundl
 
 def test_monte_carlo_curve_becomes_a_certified_pld_that_carries_its_failure() -> None:
     toy = SubsampledGaussianToy(rate=0.3)
-    mc = accountants.get("monte_carlo")(samples=40_000, seed=11, chunk_size=10_000)
+    mc = accountants.get("monte_carlo")(samples=40_000, seed=11, run=RunSettings(chunk_size=10_000))
     grid = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
     curve = mc.delta_curve(ToyScheme(rate=0.3), ToyStrategy(), 0.7, grid, 1e-6)
     assert curve.method == "monte_carlo" and curve.failure_probability == 1e-6
@@ -174,7 +175,7 @@ def test_the_per_point_route_sums_its_failure_probabilities() -> None:
     class PerPoint(accountants.get("monte_carlo")):  # type: ignore[misc]
         _delta_curve = Accountant._delta_curve
 
-    mc = PerPoint(samples=20_000, pilot_samples=5_000, seed=3, chunk_size=10_000)
+    mc = PerPoint(samples=20_000, pilot_samples=5_000, seed=3, run={"chunk_size": 10_000})
     curve = mc.delta_curve(ToyScheme(rate=0.3), ToyStrategy(), 0.7, (0.5, 1.0))
     singles = [mc.delta(ToyScheme(rate=0.3), ToyStrategy(), 0.7, e) for e in (0.5, 1.0)]
     assert curve.failure_probability == pytest.approx(sum(s.failure_probability for s in singles))

@@ -178,10 +178,8 @@ def test_results_round_trip_through_json() -> None:
         certified_epsilon=1.31,
         delta=1e-3,
         sigma=0.9,
-        samples=1000,
-        seed=3,
         failure_probability=1e-6,
-        std_error=0.01,
+        monte_carlo={"samples": 1000, "seed": 3, "std_error": 0.01},
         notes=("x",),
     )
     again = Result.from_json(result.to_json())
@@ -193,7 +191,7 @@ def test_results_round_trip_through_json() -> None:
         epsilon=2.0,
         delta=1e-5,
         candidates=(2.0, 1.0),
-        base_delta=float("inf"),
+        monte_carlo={"samples": 10, "seed": 0, "base_delta": float("inf")},
     )
     text = cal.to_json()
     json.loads(text)  # strict JSON, non-finite floats tagged

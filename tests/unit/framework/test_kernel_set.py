@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from minsep import bench
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.backend import (
     Backend,
     get_backend,
@@ -196,7 +196,10 @@ def _epsilon_result(backend: str = "numpy", **options: Any) -> Result:
     scheme = schemes.get("b_min_sep").from_rate(n, 1 / 8, min_sep=2)
     strategy = strategies.get("identity").for_steps(n)
     accountant = MonteCarloAccountant(
-        samples=2000, pilot_samples=1000, seed=3, progress=False, backend=backend, **options
+        samples=2000,
+        pilot_samples=1000,
+        seed=3,
+        run=RunSettings(progress=False, backend=backend, **options),
     )
     return accountant.epsilon(scheme, strategy, 1.0, 1e-2)
 
@@ -204,11 +207,11 @@ def _epsilon_result(backend: str = "numpy", **options: Any) -> Result:
 @needs_numba
 def test_monte_carlo_results_record_the_kernel_set() -> None:
     result = _epsilon_result()
-    assert result.to_dict()["kernels"] == "numba"
+    assert result.to_dict()["monte_carlo"]["kernels"] == "numba"
     assert Result.from_json(result.to_json()) == result
     assert not any("pure array code" in note for note in result.notes)
     slow = _epsilon_result("numpy:array")
-    assert slow.to_dict()["kernels"] == "array"
+    assert slow.to_dict()["monte_carlo"]["kernels"] == "array"
     assert any("pure array code" in note for note in slow.notes)
     # same stream, same losses up to rounding: the certified epsilon agrees closely
     assert slow.epsilon == pytest.approx(result.epsilon, rel=1e-6)
@@ -218,13 +221,13 @@ def test_worker_processes_run_the_parents_kernel_set() -> None:
     """The engine hands workers the resolved spec ("numpy:array"), not a bare name that each
     process would resolve again: a process pool gives the in-process tallies bit for bit."""
     model = _bmin()
-    config = MonteCarloAccountant(backend="numpy:array")._config(model)
+    config = MonteCarloAccountant(run=RunSettings(backend="numpy:array"))._config(model)
     assert config.backend == "numpy:array"
     if NUMBA_AVAILABLE:
         assert MonteCarloAccountant()._config(model).backend == "numpy:numba"
     local = _epsilon_result("numpy:array")
     pooled = _epsilon_result("numpy:array", workers=2, executor="processes")
-    assert pooled.to_dict()["kernels"] == "array"
+    assert pooled.to_dict()["monte_carlo"]["kernels"] == "array"
     assert pooled.epsilon == local.epsilon
 
 
@@ -232,7 +235,8 @@ def test_monte_carlo_result_without_numba_says_how_to_install_it() -> None:
     code = (
         NO_NUMBA + "from tests.unit.framework.test_kernel_set import _epsilon_result\n"
         "result = _epsilon_result().to_dict()\n"
-        "import json; print(json.dumps({'kernels': result['kernels'], 'notes': result['notes']}))"
+        "kernels = result['monte_carlo']['kernels']\n"
+        "import json; print(json.dumps({'kernels': kernels, 'notes': result['notes']}))"
     )
     out = _python(code)
     assert out.returncode == 0, out.stderr
@@ -280,7 +284,7 @@ def test_a_plugin_model_on_the_array_path_says_so_once_in_the_result() -> None:
     from minsep.accountants.monte_carlo import MonteCarloAccountant
     from tests.unit.montecarlo_toys import ToyScheme, ToyStrategy
 
-    accountant = MonteCarloAccountant(samples=2_000, seed=0, progress=False)
+    accountant = MonteCarloAccountant(samples=2_000, seed=0, run=RunSettings(progress=False))
     result = accountant.delta(ToyScheme(), ToyStrategy(), 1.0, 1.0)
     notes = [n for n in result.notes if "has no compiled kernels" in n]
     assert len(notes) == 1 and "SubsampledGaussianToy" in notes[0]

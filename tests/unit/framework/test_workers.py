@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework import setup, workers
 from minsep.framework.cli import common
 from minsep.framework.cli.compare_command import setup_from_args
@@ -78,11 +78,11 @@ def test_resolve_workers_refuses(value: object) -> None:
 
 def test_monte_carlo_accountant_takes_auto(machine: dict[str, float]) -> None:
     machine["load"] = 1.0
-    accountant = MonteCarloAccountant(workers="auto")
-    assert accountant.workers == 3 and isinstance(accountant.workers, int)
-    assert MonteCarloAccountant().workers == 1  # the API default stays explicit
+    accountant = MonteCarloAccountant(run=RunSettings(workers="auto"))
+    assert accountant.run.workers == 3 and isinstance(accountant.run.workers, int)
+    assert MonteCarloAccountant().run.workers == 1  # the API default stays explicit
     with pytest.raises(ConfigurationError, match=r"MonteCarloAccountant\.workers"):
-        MonteCarloAccountant(workers="three")
+        MonteCarloAccountant(run=RunSettings(workers="three"))
 
 
 def _epsilon_args(*extra: str) -> argparse.Namespace:
@@ -93,14 +93,14 @@ def _epsilon_args(*extra: str) -> argparse.Namespace:
 def test_cli_defaults_to_auto_for_monte_carlo(machine: dict[str, float]) -> None:
     machine["load"] = 0.0
     mc = ("--accountant", "monte_carlo")
-    assert common.build_accountant(_epsilon_args(*mc)).workers == 4  # type: ignore[attr-defined]
+    assert common.build_accountant(_epsilon_args(*mc)).run.workers == 4  # type: ignore[attr-defined]
     two = common.build_accountant(_epsilon_args(*mc, "--workers", "2"))
-    assert two.workers == 2  # type: ignore[attr-defined]
+    assert two.run.workers == 2  # type: ignore[attr-defined]
     local = common.build_accountant(_epsilon_args(*mc, "--executor", "local"))
-    assert local.workers == 1  # type: ignore[attr-defined]
+    assert local.run.workers == 1  # type: ignore[attr-defined]
     machine["load"] = 0.4
     auto = common.build_accountant(_epsilon_args(*mc, "--workers", "auto"))
-    assert auto.workers == 4  # type: ignore[attr-defined]
+    assert auto.run.workers == 4  # type: ignore[attr-defined]
 
 
 def test_cli_accountant_auto_keeps_the_workers_default(machine: dict[str, float]) -> None:
@@ -112,7 +112,7 @@ def test_cli_accountant_auto_keeps_the_workers_default(machine: dict[str, float]
         args, common.build_scheme(args), common.build_strategy(args)
     )
     assert accountant.registry_name == "monte_carlo", note
-    assert accountant.workers == 4  # type: ignore[attr-defined]
+    assert accountant.run.workers == 4  # type: ignore[attr-defined]
 
 
 def test_cli_auto_default_is_not_forced_on_other_accountants() -> None:

@@ -42,9 +42,7 @@ def test_certificate_text_states_method() -> None:
         sigma=1.2,
         epsilon=8.0,
         delta=1e-5,
-        samples=1000,
-        base_delta=2e-6,
-        seed=3,
+        monte_carlo={"samples": 1000, "base_delta": 2e-6, "seed": 3},
     )
     text = certificate_text(mc)
     assert "1,000" in text and "Monte Carlo" in text and "base delta" in text
@@ -196,7 +194,7 @@ def test_auto_picks_monte_carlo_for_banded_b_min_sep(
     assert "'monte_carlo'" in captured.err  # "calibrating sigma ... with accountant" (stderr)
     assert "Monte Carlo" in captured.out and "4,000" in captured.out  # the certificate
     cal = _document(out)["run"]["calibration"]
-    assert cal["accountant"] == "monte_carlo" and cal["samples"] == 4000
+    assert cal["accountant"] == "monte_carlo" and cal["monte_carlo"]["samples"] == 4000
     assert cal["scheme"]["min_sep"] == 2 and cal["strategy"]["bands"] == 2
 
 

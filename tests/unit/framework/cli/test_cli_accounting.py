@@ -85,7 +85,8 @@ def test_epsilon_json(toy: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert data["kind"] == "epsilon" and data["method"] == "monte_carlo"
     truth = SubsampledGaussianToy(rate=0.3).exact_epsilon(1e-3, 0.7)
     assert data["certified_epsilon"] >= truth
-    assert data["samples"] == 40000 and data["seed"] == 3 and data["pilot_samples"] == 10000
+    record = data["monte_carlo"]
+    assert record["samples"] == 40000 and record["seed"] == 3 and record["pilot_samples"] == 10000
 
 
 def test_epsilon_text(toy: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -43,13 +43,13 @@ def _epsilon(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[dict[str,
 
 def test_epsilon_chooses_and_states_its_samples(capsys: pytest.CaptureFixture[str]) -> None:
     result, err = _epsilon(capsys)
-    assert result["samples"] == samples_for_precision(1e-2, 0.05, candidates=8)
+    assert result["monte_carlo"]["samples"] == samples_for_precision(1e-2, 0.05, candidates=8)
     assert "chosen for delta = 0.01 at 0.05 precision" in err
     assert any("chosen for delta = 0.01" in note for note in result["notes"])
     looser, _ = _epsilon(capsys, "--precision", "0.2")
-    assert looser["samples"] == samples_for_precision(1e-2, 0.2, candidates=8)
+    assert looser["monte_carlo"]["samples"] == samples_for_precision(1e-2, 0.2, candidates=8)
     given, err = _epsilon(capsys, "--samples", "3000")
-    assert given["samples"] == 3000 and "3,000 per direction (--samples)" in err
+    assert given["monte_carlo"]["samples"] == 3000 and "3,000 per direction (--samples)" in err
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def hundred_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_max_seconds_cuts_chosen_samples_to_fit(capsys: pytest.CaptureFixture[str]) -> None:
     full = samples_for_precision(1e-2, 0.05, candidates=8)
     result, err = _epsilon(capsys, "--max-seconds", "40")
-    assert result["samples"] == int(full * 0.4)
+    assert result["monte_carlo"]["samples"] == int(full * 0.4)
     reached = precision_of_samples(int(full * 0.4), 1e-2, candidates=8)
     assert f"to fit --max-seconds 40 (estimated 100 s for {full:,}): precision {reached:.3g}" in err
 
@@ -109,7 +109,7 @@ def test_delta_plans_its_samples_from_the_first_answer(capsys: pytest.CaptureFix
     result = json.loads(captured.out)
     reference = result["first_answer"]["value"]
     assert 0 < reference < 1
-    assert result["samples"] == samples_for_precision(reference, 0.2, candidates=8)
+    assert result["monte_carlo"]["samples"] == samples_for_precision(reference, 0.2, candidates=8)
     assert "chosen for the first answer's delta" in captured.err
 
 
@@ -120,7 +120,9 @@ def test_curve_plans_its_samples_from_the_smallest_target_delta(
             "--precision", "0.3", "--json"]  # fmt: skip
     assert main(argv) in (0, 3)
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["samples"] == samples_for_precision(1e-3, 0.3, candidates=3)
+    assert json.loads(captured.out)["monte_carlo"]["samples"] == samples_for_precision(
+        1e-3, 0.3, candidates=3
+    )
     assert "chosen for delta = 0.001 at 0.3 precision over 3 grid points" in captured.err
 
 

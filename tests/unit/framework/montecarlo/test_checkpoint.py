@@ -29,6 +29,7 @@ from minsep.framework.montecarlo import (
     sample_chunks,
 )
 from minsep.framework.montecarlo.checkpoint import FORMAT, canonical_json
+from minsep.framework.option_groups import grouped
 from minsep.framework.registries import accountants
 from tests.unit.montecarlo_toys import SubsampledGaussianToy, ToyScheme, ToyStrategy
 
@@ -363,7 +364,9 @@ def test_file_layout(tmp_path: Path) -> None:
 
 def _accountant(**options: Any) -> Any:
     cls = accountants.get("monte_carlo")
-    return cls(samples=6000, pilot_samples=2000, chunk_size=500, **options)
+    return cls(
+        **grouped(cls, {"samples": 6000, "pilot_samples": 2000, "chunk_size": 500, **options})
+    )
 
 
 def _same(a: Any, b: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.cli.main import EXIT_ERROR, main
 from minsep.framework.errors import CheckpointError, ConfigurationError
 from minsep.framework.montecarlo import Checkpoint, ChunkTask, sample_chunks
@@ -47,8 +48,9 @@ def _one_line(err: str) -> str:
 
 
 def _accountant(path: Path, **options: Any) -> Any:
-    settings = {"samples": 8000, "pilot_samples": 2000, "seed": 4, "chunk_size": 1000}
-    return accountants.get("monte_carlo")(**settings, checkpoint=str(path), **options)
+    settings = {"samples": 8000, "pilot_samples": 2000, "seed": 4}
+    run = RunSettings(chunk_size=1000, checkpoint=str(path))
+    return accountants.get("monte_carlo")(**settings, **options, run=run)
 
 
 def test_an_unwritable_checkpoint_folder_fails_before_sampling(
@@ -105,7 +107,7 @@ def test_two_questions_cannot_interleave_on_one_file(tmp_path: Path) -> None:
         "from minsep.framework.registries import accountants\n"
         "from tests.unit.montecarlo_toys import ToyScheme, ToyStrategy\n"
         "mc = accountants.get('monte_carlo')(samples=8000, pilot_samples=2000, seed=5,\n"
-        f"    chunk_size=1000, checkpoint={str(path)!r})\n"
+        f"    run={{'chunk_size': 1000, 'checkpoint': {str(path)!r}}})\n"
         "mc.epsilon(ToyScheme(rate=0.3), ToyStrategy(), 1.5, 1e-2)\n"
     )
     outcome: list[subprocess.CompletedProcess[str]] = []

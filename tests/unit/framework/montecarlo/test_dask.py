@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
+from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import (
     BOTH,
@@ -263,9 +264,11 @@ def test_in_process_local_cluster_and_accountant() -> None:
         assert executor.client() is client  # shared, not restarted
         assert len(client.nthreads()) == 2
         mc = accountants.get("monte_carlo")
-        kwargs = {"samples": 8000, "pilot_samples": 2000, "seed": 3, "chunk_size": 1000}
-        local = mc(**kwargs).epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
-        dask = mc(**kwargs, executor="dask", workers=2).epsilon(
+        kwargs = {"samples": 8000, "pilot_samples": 2000, "seed": 3}
+        local = mc(**kwargs, run=RunSettings(chunk_size=1000)).epsilon(
+            ToyScheme(), ToyStrategy(), 1.0, 1e-2
+        )
+        dask = mc(**kwargs, run=RunSettings(chunk_size=1000, executor="dask", workers=2)).epsilon(
             ToyScheme(), ToyStrategy(), 1.0, 1e-2
         )
         assert dask.to_dict() | {"seconds": 0} == local.to_dict() | {"seconds": 0}
@@ -319,18 +322,20 @@ def test_missing_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         get_executor(2, "dask")
     mc = accountants.get("monte_carlo")
     with pytest.raises(DaskUnavailableError, match="dist"):
-        mc(executor="dask", workers=2)
-    mc(workers=2)  # other executors do not need dask
+        mc(run=RunSettings(executor="dask", workers=2))
+    mc(run=RunSettings(workers=2))  # other executors do not need dask
 
 
 def test_accountant_executor_options_are_validated() -> None:
     mc = accountants.get("monte_carlo")
     with pytest.raises(ConfigurationError, match="executor"):
-        mc(executor="mpi")
+        mc(run=RunSettings(executor="mpi"))
     with pytest.raises(ConfigurationError, match="workers"):
-        mc(executor="local", workers=2)
+        mc(run=RunSettings(executor="local", workers=2))
     with pytest.raises(ConfigurationError, match="scheduler"):
-        mc(executor="processes", scheduler="tcp://127.0.0.1:8786")
+        mc(run=RunSettings(executor="processes", scheduler="tcp://127.0.0.1:8786"))
     with pytest.raises(ConfigurationError, match="scheduler"):
-        mc(scheduler="not an address")
-    assert isinstance(mc(scheduler="tcp://127.0.0.1:8786")._executor(), DaskExecutor)
+        mc(run=RunSettings(scheduler="not an address"))
+    assert isinstance(
+        mc(run=RunSettings(scheduler="tcp://127.0.0.1:8786"))._executor(), DaskExecutor
+    )

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from minsep.accountants import monte_carlo as mc_module
+from minsep.accountants.monte_carlo import CalibrationSweep, RunSettings
 from minsep.framework.backend import Backend, get_backend, numpy_backend
 from minsep.framework.cli.common import EXIT_UNCERTIFIED, byte_size
 from minsep.framework.cli.main import main
@@ -38,6 +39,7 @@ from minsep.framework.montecarlo.planning import (
     fixed_bytes,
     sample_bytes,
 )
+from minsep.framework.option_groups import configure
 from minsep.framework.registries import accountants, schemes, strategies
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 from minsep.schemes.multi_attribution.loss import MultiAttributionLossModel
@@ -168,15 +170,15 @@ def test_a_budget_below_one_sample_is_refused() -> None:
 def test_the_accountant_refuses_before_sampling() -> None:
     scheme = schemes.get("b_min_sep").from_rate(256, 1 / 64, min_sep=8)
     strategy = strategies.get("banded_toeplitz").for_steps(256, bands=4)
-    tiny = accountants.get("monte_carlo")(samples=2000, seed=1, memory_budget=1000)
+    tiny = accountants.get("monte_carlo")(samples=2000, seed=1, run=RunSettings(memory_budget=1000))
     with pytest.raises(ConfigurationError, match="memory_budget = 1000 bytes"):
         tiny.epsilon(scheme, strategy, 1.0, 0.05)
-    big = accountants.get("monte_carlo")(samples=1000, seed=1, chunk_size=1 << 24)
+    big = accountants.get("monte_carlo")(samples=1000, seed=1, run=RunSettings(chunk_size=1 << 24))
     with pytest.raises(ConfigurationError, match="chunk_size = 16777216"):
         big.calibrate(scheme, strategy, 2.0, 1e-3)
-    plan = accountants.get("monte_carlo")(samples=1000, memory_budget=1 << 20).plan(
-        scheme, strategy, measure=False
-    )
+    plan = accountants.get("monte_carlo")(
+        samples=1000, run=RunSettings(memory_budget=1 << 20)
+    ).plan(scheme, strategy, measure=False)
     assert plan.chunk_bytes <= 1 << 20
     assert plan.chunk_size == ((1 << 20) - plan.fixed_bytes) // plan.bytes_per_sample
 
@@ -227,7 +229,9 @@ def test_plan_arithmetic() -> None:
 
 
 def test_calibration_plan_counts_the_sweep_with_its_guards() -> None:
-    acc = accountants.get("monte_carlo")(samples=4000, pilot_samples=1000, sweep_size=10)
+    acc = accountants.get("monte_carlo")(
+        samples=4000, pilot_samples=1000, sweep=CalibrationSweep(sweep_size=10)
+    )
     plan = acc.plan(ToyScheme(), ToyStrategy(), "calibrate", measure=False)
     names = [(s.name, s.samples, s.sigmas) for s in plan.stages]
     assert names == [("pilot coarse", 250, 13), ("pilot fine", 1000, 9), ("calibrate", 4000, 13)]
@@ -241,7 +245,7 @@ def test_plan_is_logged_and_max_seconds_refuses(caplog: pytest.LogCaptureFixture
         acc.epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
     text = caplog.text
     assert "plan: epsilon: 2 stages" in text and "estimated" in text
-    huge = attrs.evolve(acc, samples=10**12, max_seconds=60.0)
+    huge = configure(acc, samples=10**12, max_seconds=60.0)
     with pytest.raises(ConfigurationError, match=r"max_seconds = 60.0 is exceeded: .*estimated"):
         huge.epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
 
@@ -329,12 +333,12 @@ def test_calibration_survives_a_pilot_centred_too_low(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(mc_module, "locate_sigma", too_low)
     rescued = acc.calibrate(scheme, ToyStrategy(), eps, delta)
-    assert rescued.sigma in rescued.candidates[: len(acc.sweep_guards)]
+    assert rescued.sigma in rescued.candidates[: len(acc.sweep.sweep_guards)]
     assert rescued.sigma >= honest.sigma
     assert scheme.loss_model(ToyStrategy()).exact_delta(eps, rescued.sigma) <= delta
     assert any("guard entry" in note for note in rescued.notes)
     with pytest.raises(CalibrationError):
-        attrs.evolve(acc, sweep_guards=()).calibrate(scheme, ToyStrategy(), eps, delta)
+        configure(acc, sweep_guards=()).calibrate(scheme, ToyStrategy(), eps, delta)
 
 
 def test_a_costly_model_is_timed_on_few_samples() -> None:
@@ -390,7 +394,10 @@ def test_guards_remove_calibration_failures_at_small_sample_counts() -> None:
     for guards in failures:
         for seed in range(100):
             acc = accountants.get("monte_carlo")(
-                samples=1000, pilot_samples=250, seed=seed, sweep_guards=guards
+                samples=1000,
+                pilot_samples=250,
+                seed=seed,
+                sweep=CalibrationSweep(sweep_guards=guards),
             )
             try:
                 result = acc.calibrate(scheme, ToyStrategy(), eps, delta)

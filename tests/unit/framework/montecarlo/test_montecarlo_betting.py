@@ -182,7 +182,7 @@ def test_accountant_records_the_bound() -> None:
 
     scheme = schemes.get("b_min_sep").from_rate(32, 1 / 8, min_sep=2)
     strategy = strategies.get("banded_toeplitz").for_steps(32, bands=2)
-    common = {"samples": 20_000, "pilot_samples": 5_000, "seed": 4, "progress": False}
+    common = {"samples": 20_000, "pilot_samples": 5_000, "seed": 4, "run": {"progress": False}}
     default = MonteCarloAccountant(**common).epsilon(scheme, strategy, 1.0, 1e-2)
     old = MonteCarloAccountant(**common, bound="fact42").epsilon(scheme, strategy, 1.0, 1e-2)
     assert default.bound == "betting" and old.bound == "fact42"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from minsep.accountants.monte_carlo import MonteCarloAccountant
+from minsep.accountants.monte_carlo import CalibrationSweep, MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import bounds
 from minsep.framework.registries import schemes, strategies
@@ -64,7 +64,11 @@ def test_an_uncertifiable_calibration_points_to_sound_fallbacks() -> None:
     from minsep.framework.errors import CalibrationError
 
     accountant = MonteCarloAccountant(
-        samples=4000, pilot_samples=2000, seed=5, chunk_size=4096, sigma_low=0.05, sigma_high=0.1
+        samples=4000,
+        pilot_samples=2000,
+        seed=5,
+        sweep=CalibrationSweep(sigma_low=0.05, sigma_high=0.1),
+        run=RunSettings(chunk_size=4096),
     )
     scheme = schemes.get("poisson")(n_steps=8, rate=0.5)
     with pytest.raises(CalibrationError) as info:

@@ -41,6 +41,11 @@ def _forge(entry: Path, **fields: Any) -> None:
     entry.write_text(json.dumps(data), encoding="utf-8")
 
 
+def _evidence(result: Any, **changes: Any) -> Any:
+    """``result`` with fields of its Monte Carlo evidence record changed."""
+    return attrs.evolve(result, monte_carlo=attrs.evolve(result.monte_carlo, **changes))
+
+
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     skip = ("notes", "first_answer", "seconds", "environment")
     return {k: v for k, v in a.items() if k not in skip} == {
@@ -58,7 +63,7 @@ def test_a_forged_cached_epsilon_is_refused_and_recomputed(
     first, err = _ask(capsys, "--bound", bound)
     assert "cached answer" not in err and first["certified_epsilon"] > first["epsilon"]
     entry = _entry()
-    evidence = first["evidence"]
+    evidence = first["monte_carlo"]["verification"]
     below_evidence = (first["epsilon"] + first["certified_epsilon"]) / 2
     assert evidence["rule"] == bound
     for forged, why in ((1e-4, "must be >= the estimate"), (below_evidence, "evidence")):
@@ -71,6 +76,55 @@ def test_a_forged_cached_epsilon_is_refused_and_recomputed(
         assert _same(again, first)
     served, err = _ask(capsys, "--bound", bound)  # the recomputed answer was stored again
     assert "cached answer" in err and _same(served, first)
+
+
+@pytest.mark.parametrize(
+    ("nulled", "field"),
+    [({"verification": None}, "evidence"), ({"base_delta": None}, "base_delta"),
+     ({"bound": None}, "bound"), ({"verification": {"rule": "betting", "released": None}},
+     "evidence")],
+)  # fmt: skip
+def test_a_cached_epsilon_without_its_evidence_is_refused(
+    capsys: pytest.CaptureFixture[str], nulled: dict[str, Any], field: str
+) -> None:
+    """A same-user hand edit that nulls the evidence a certificate is re-derived from (so
+    that nothing is left to check a lowered certificate against) is refused: one line on
+    stderr naming the field, and the answer is recomputed."""
+    first, _ = _ask(capsys)
+    entry = _entry()
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    data["result"]["monte_carlo"].update(nulled)
+    data["result"]["certified_epsilon"] = first["epsilon"]  # lowered to the estimate
+    entry.write_text(json.dumps(data), encoding="utf-8")
+    again, err = _ask(capsys)
+    warned = [line for line in err.splitlines() if "answer cache: ignoring" in line]
+    assert len(warned) == 1 and str(entry) in warned[0], err
+    assert f".{field} = " in warned[0] and "cached answer" not in err
+    assert _same(again, first)
+
+
+def test_a_cached_entry_of_an_older_result_format_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An entry in result format 1 (the Monte Carlo fields flat, no ``format`` tag) is
+    refused by the cache and recomputed; ``Result.from_dict`` still reads it."""
+    first, _ = _ask(capsys)
+    entry = _entry()
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    result = data["result"]
+    stored = Result.from_dict(dict(result))
+    assert result.pop("format") == 2
+    record = result.pop("monte_carlo")
+    record["evidence"] = record.pop("verification")
+    result.update(record)
+    entry.write_text(json.dumps(data), encoding="utf-8")
+    assert Result.from_dict(result) == stored  # old files still read
+    again, err = _ask(capsys)
+    warned = [line for line in err.splitlines() if "answer cache: ignoring" in line]
+    assert len(warned) == 1 and "format = 1 is invalid" in warned[0], err
+    assert "cached answer" not in err and _same(again, first)
+    _, err = _ask(capsys)  # recomputed in the current format and stored again
+    assert "cached answer" in err
 
 
 def test_an_entry_for_another_question_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,9 +228,9 @@ def test_a_fact42_certificate_is_rederived_from_its_candidates() -> None:
     )
     # a candidate claimed accepted whose verification mean exceeded the base delta
     failed = {**result.evidence, "verification_means": [1.0] * len(means)}
-    _refused(attrs.evolve(result, evidence=failed), "certified_epsilon", "releases inf")
+    _refused(_evidence(result, verification=failed), "certified_epsilon", "releases inf")
     # a base delta that Fact 4.2 with these samples cannot fold into delta
-    _refused(attrs.evolve(result, base_delta=result.delta * 0.99), "base_delta", "certifies only")
+    _refused(_evidence(result, base_delta=result.delta * 0.99), "base_delta", "certifies only")
     _refused(
         attrs.evolve(result, failure_probability=result.failure_probability / 2),
         "failure_probability",
@@ -192,7 +246,7 @@ def test_a_fact42_certificate_is_rederived_from_its_candidates() -> None:
 )  # fmt: skip
 def test_unreadable_evidence_is_refused(evidence: dict[str, Any]) -> None:
     result: Any = _results()["fact42"]
-    _refused(attrs.evolve(result, evidence=evidence), "evidence", "cannot be read")
+    _refused(_evidence(result, verification=evidence), "evidence", "cannot be read")
 
 
 def test_a_betting_certificate_keeps_to_its_level_and_point() -> None:
@@ -202,9 +256,9 @@ def test_a_betting_certificate_keeps_to_its_level_and_point() -> None:
         "failure_probability",
         "2\\^\\(-k/4\\)",
     )
-    _refused(attrs.evolve(result, base_delta=result.delta), "base_delta", "betting level")
+    _refused(_evidence(result, base_delta=result.delta), "base_delta", "betting level")
     above = {**result.evidence, "verification_mean": result.base_delta}
-    _refused(attrs.evolve(result, evidence=above), "evidence", "below the level")
+    _refused(_evidence(result, verification=above), "evidence", "below the level")
 
 
 def test_a_delta_certificate_is_rederived_from_its_thresholds() -> None:
@@ -215,13 +269,44 @@ def test_a_delta_certificate_is_rederived_from_its_thresholds() -> None:
     _refused(attrs.evolve(result, certified_delta=result.delta / 2), "certified_delta", ">= the")
 
 
+def test_a_calibration_is_rederived_from_its_sweep() -> None:
+    calibration: Any = _results()["calibration"]
+    deltas = calibration.evidence["deltas"]
+    assert calibration.evidence["rule"] == "algorithm5"
+    assert len(deltas) == len(calibration.candidates)
+    failed = {"rule": "algorithm5", "deltas": [1.0] * len(deltas)}  # no entry verified
+    _refused(_evidence(calibration, verification=failed), "sigma", "releases inf")
+    short = {"rule": "algorithm5", "deltas": deltas[:1]}
+    _refused(_evidence(calibration, verification=short), "evidence", "per sweep entry")
+
+
+@pytest.mark.parametrize("name", ["fact42", "betting", "delta", "calibration", "curve"])
+def test_stored_answers_need_their_evidence(name: str) -> None:
+    """Every certified plain Monte Carlo answer keeps what its certificate is re-derived
+    from; without it (or with an importance-sampling proposal, whose certificate these rules
+    do not re-derive) a stored answer is refused."""
+    result: Any = _results()[name]
+    data = result.to_dict()
+    assert trust.check_stored(data, Result) == result
+    for changes, field in (
+        ({"verification": None}, "evidence"),
+        ({"proposal": {"method": "escort"}}, "proposal"),
+    ):
+        forged = _evidence(result, **changes)
+        assert [f for f, _ in trust.evidence_problems(forged)] == [field]
+        with pytest.raises(ConfigurationError):  # by this, or an invariant it breaks first
+            trust.check_stored(forged.to_dict(), Result)
+    nothing = attrs.evolve(result, monte_carlo=None)
+    assert [f for f, _ in trust.evidence_problems(nothing)] == ["monte_carlo"]
+
+
 def test_a_calibration_and_a_curve_keep_their_order() -> None:
     calibration: Any = _results()["calibration"]
     if calibration.sigma_estimate is not None:
         _refused(
             attrs.evolve(calibration, sigma=calibration.sigma_estimate * 0.9), "sigma", ">= the"
         )
-    _refused(attrs.evolve(calibration, base_delta=calibration.delta), "base_delta", "must lie")
+    _refused(_evidence(calibration, base_delta=calibration.delta), "base_delta", "must lie")
     curve: Any = _results()["curve"]
     lowered = (curve.delta[0] + curve.certified_delta[0]) / 2, *curve.certified_delta[1:]
     _refused(attrs.evolve(curve, certified_delta=lowered), "certified_delta", "KL upper")

@@ -1,0 +1,168 @@
+"""Algorithm 5's sweep of noise multipliers for a Monte Carlo calibration (docs/math.md §7).
+
+The calibration pilot searches ``[sigma_low, sigma_high]`` for the sigma where the empirical
+delta crosses the base delta; the sweep verified afterwards is fixed from that centre before
+any verification draw, so one Fact 4.2 event covers every entry (privacy being monotone in
+sigma; :mod:`minsep.framework.montecarlo.calibration`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from minsep.framework import validation as v
+from minsep.framework.errors import CalibrationError, ConfigurationError
+from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.montecarlo import EngineConfig, geometric_sweep
+from minsep.framework.montecarlo.calibration import locate_sigma
+from minsep.framework.montecarlo.plain import PLAIN
+from minsep.framework.option_groups import to_record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from minsep.accountants.escort_engine import EscortProposal
+
+__all__ = ["CalibrationSweep", "as_sweep"]
+
+
+def _as_tuple(values: Any) -> tuple[Any, ...]:
+    # a typed converter: mypy's attrs plugin cannot solve the bare ``tuple`` converter
+    return tuple(values)
+
+
+def _guard_factors(instance: Any, attribute: Any, value: tuple[Any, ...]) -> None:
+    ok = all(
+        isinstance(g, int | float) and not isinstance(g, bool) and math.isfinite(g) and g > 1
+        for g in value
+    )
+    if not ok or len(set(value)) != len(value):
+        raise v.fail(instance, attribute.name, value, "distinct finite factors > 1")
+
+
+@attrs.frozen(kw_only=True)
+class CalibrationSweep:
+    """Where a calibration looks for sigma and which sigmas it verifies.
+
+    Attributes:
+        sweep_ratio, sweep_size: the geometric sweep's resolution and length.
+        sweep_guards: factors g > 1 of extra, coarser sweep entries above the geometric sweep
+            (``top * g``), so that a pilot that placed the sweep too low still certifies a
+            (larger) sigma instead of failing; verified like every entry. ``()``: none.
+        sigma_low, sigma_high: the range the calibration pilot searches.
+    """
+
+    sweep_ratio: float = attrs.field(
+        default=1.01, converter=v.plain_number, validator=v.number(low=1.0, high=2.0, low_open=True)
+    )
+    sweep_size: int = attrs.field(
+        default=24, converter=v.plain_number, validator=v.integer(low=2, high=10_000)
+    )
+    sweep_guards: tuple[float, ...] = attrs.field(
+        default=(1.2, 1.5, 3.0), converter=_as_tuple, validator=_guard_factors
+    )
+    sigma_low: float = attrs.field(
+        default=2.0**-4, converter=v.plain_number, validator=v.positive()
+    )
+    sigma_high: float = attrs.field(
+        default=2.0**8, converter=v.plain_number, validator=v.positive()
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.sigma_high <= self.sigma_low:
+            raise v.fail(self, "sigma_high", self.sigma_high, f"> sigma_low = {self.sigma_low}")
+
+    @classmethod
+    def invalid_examples(cls) -> list[tuple[dict[str, Any], str]]:
+        """``(options, parameter)`` pairs that must raise ConfigurationError."""
+        return [
+            ({"sweep_ratio": 1.0}, "sweep_ratio"),
+            ({"sweep_size": 1}, "sweep_size"),
+            ({"sweep_guards": (1.0,)}, "sweep_guards"),
+            ({"sigma_low": 0.0}, "sigma_low"),
+            ({"sigma_low": 2.0, "sigma_high": 1.0}, "sigma_high"),
+        ]
+
+    def points(self, centre: float) -> tuple[float, ...]:
+        """The sweep around the pilot's ``centre``, most private first: the guard entries
+        ``top * g`` (g in ``sweep_guards``, descending), then the fine geometric part
+        ``top / ratio**j``, ``top = centre * ratio**(size // 3)``. Fixed before any
+        verification draw, so one Fact 4.2 event still covers it (calibration module)."""
+        above = max(self.sweep_size // 3, 1)
+        top = centre * self.sweep_ratio**above
+        guards = tuple(top * g for g in sorted(self.sweep_guards, reverse=True))
+        return guards + geometric_sweep(top, self.sweep_ratio, self.sweep_size)
+
+    def coarse_steps(self) -> int:
+        """Sigmas the pilot's coarse walk tries (factors of 2 from ``sigma_high`` down)."""
+        return round(math.log2(self.sigma_high / self.sigma_low)) + 1
+
+    def centre(
+        self,
+        model: PrivacyLossModel,
+        epsilon: float,
+        delta: float,
+        proposal: EscortProposal | None,
+        verification_samples: int,
+        *,
+        samples: int,
+        seed: int,
+        config: EngineConfig,
+    ) -> float:
+        """The sweep's centre: the proposal's pilot (plain when None) at its pilot target for
+        ``delta`` and ``verification_samples``, on ``samples`` pilot draws within
+        ``[sigma_low, sigma_high]``."""
+        target = (PLAIN if proposal is None else proposal).pilot_target(verification_samples, delta)
+        return locate_sigma(
+            model,
+            epsilon,
+            target,
+            samples=samples,
+            seed=seed,
+            config=config,
+            low=self.sigma_low,
+            high=self.sigma_high,
+            proposal=proposal,
+        )
+
+    def escort_centre(
+        self,
+        proposal: EscortProposal,
+        model: PrivacyLossModel,
+        epsilon: float,
+        delta: float,
+        verification_samples: int,
+        *,
+        samples: int,
+        seed: int,
+        config: EngineConfig,
+    ) -> tuple[float | None, Exception | None]:
+        """``proposal="auto"`` chose the escort for a calibration: its pilot's centre, or the
+        reason it cannot run (then the caller falls back to plain sampling). The escort is
+        tried at ``sigma_high``, then its pilot centres the sweep and :meth:`~minsep.
+        accountants.escort_engine.EscortProposal.sweep_plan` checks an order serves every
+        entry with a support bound below 1. All of this is pilot work (stream 0); no
+        verification draw is spent before the route is fixed."""
+        try:
+            proposal.setups(model, self.sigma_high)
+            centre = self.centre(
+                model,
+                epsilon,
+                delta,
+                proposal,
+                verification_samples,
+                samples=samples,
+                seed=seed,
+                config=config,
+            )
+            proposal.sweep_plan(model, self.points(centre), float(epsilon))
+        except (ConfigurationError, CalibrationError) as exc:
+            return None, exc
+        return centre, None
+
+
+def as_sweep(value: Any) -> CalibrationSweep:
+    """attrs converter of an accountant's ``sweep`` field (:func:`~minsep.framework.
+    option_groups.to_record`: a record, a mapping of its options, or None)."""
+    return to_record(CalibrationSweep, "MonteCarloAccountant.sweep", value)
