@@ -47,6 +47,7 @@ import numpy as np
 
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.methods import EpsilonBound
 from minsep.framework.montecarlo.accumulators import LossHistogram, hockey_stick
 from minsep.framework.montecarlo.betting import (
     BettingPlan,
@@ -102,7 +103,7 @@ __all__ = [
 #: estimates at delta/2; the larger fractions release a tighter epsilon when they verify).
 DEFAULT_LADDER: tuple[float, ...] = (1.0, 0.8, 0.65, 0.5, 0.35, 0.25, 0.125, 1.0 / 32)
 #: The bounds :func:`certify_epsilon` can verify with (the first is the default).
-EPSILON_BOUNDS: tuple[str, ...] = ("betting", "fact42")
+EPSILON_BOUNDS: tuple[str, ...] = tuple(bound.value for bound in EpsilonBound)
 #: The betting walk's grid is at full resolution up to where the pilot's delta falls to this
 #: fraction of delta_u, and coarsens (steps doubling) up to TOP_FRACTION.
 FINE_FRACTION = 1.0 / 4

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import attrs
 
 from minsep.framework.errors import ConfigurationError, MinsepError
+from minsep.framework.methods import ProposalKind
 from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import verification_failure
 from minsep.framework.montecarlo.certificates import ProposalInfo
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 #: The names the accountant and the CLI accept.
-PROPOSAL_KINDS = ("auto", "plain", "escort")
+PROPOSAL_KINDS = tuple(kind.value for kind in ProposalKind)
 
 
 class SupportBoundError(MinsepError):

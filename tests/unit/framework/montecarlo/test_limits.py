@@ -21,7 +21,7 @@ import attrs
 import numpy as np
 import pytest
 
-from minsep.accountants import monte_carlo as mc_module
+from minsep.accountants import monte_carlo_sweep as sweep_module
 from minsep.accountants.monte_carlo import CalibrationSweep, RunSettings
 from minsep.framework.backend import Backend, get_backend, numpy_backend
 from minsep.framework.cli.common import EXIT_UNCERTIFIED, byte_size
@@ -326,12 +326,12 @@ def test_calibration_survives_a_pilot_centred_too_low(monkeypatch: pytest.Monkey
     acc = accountants.get("monte_carlo")(samples=40_000, pilot_samples=10_000, seed=7)
     scheme, eps, delta = ToyScheme(rate=0.3), 2.0, 1e-3
     honest = acc.calibrate(scheme, ToyStrategy(), eps, delta)
-    real_locate = mc_module.locate_sigma
+    real_locate = sweep_module.locate_sigma
 
     def too_low(*args: Any, **kwargs: Any) -> float:
         return 0.6 * real_locate(*args, **kwargs)
 
-    monkeypatch.setattr(mc_module, "locate_sigma", too_low)
+    monkeypatch.setattr(sweep_module, "locate_sigma", too_low)
     rescued = acc.calibrate(scheme, ToyStrategy(), eps, delta)
     assert rescued.sigma in rescued.candidates[: len(acc.sweep.sweep_guards)]
     assert rescued.sigma >= honest.sigma
