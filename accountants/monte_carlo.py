@@ -38,7 +38,7 @@ from minsep.accountants.monte_carlo_notes import (
 from minsep.accountants.monte_carlo_proposal import Asked, Chosen, choose_proposal
 from minsep.accountants.monte_carlo_run import RunSettings, as_run_settings
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep, as_sweep
-from minsep.accountants.routes import CANDIDATES, Route, choose_route, escort_plan
+from minsep.accountants.routes import CANDIDATES, EscortPlanner, Route, choose_route
 from minsep.framework import validation as v
 from minsep.framework.backend import get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -297,18 +297,20 @@ class MonteCarloAccountant(Accountant):
         proposal: EscortProposal | None = None,
         epsilon: float = 0.0,
     ) -> None:
-        """Plan ``question``, log the plan (and the estimate), refuse it over ``max_seconds``;
-        an escort run is planned with the escort engine's rates
-        (:func:`~minsep.accountants.routes.escort_plan`)."""
-        if proposal is not None:
-            escort = proposal
-            planning.announce_escort(
-                lambda: escort_plan(self, model, escort, question, sigma, epsilon), self.run
-            )
-            return
-        planning.announce(
-            lambda measure: self._plan(model, question, sigma, measure=measure), self.run
+        """Plan ``question`` by its proposal's planner (plain: the engine's stages and rate
+        probe; escort: :class:`~minsep.accountants.routes.EscortPlanner`), log it and refuse
+        it over ``max_seconds`` (:func:`~minsep.accountants.monte_carlo_plan.announce`)."""
+        planner: planning.Planner = (
+            planning.PlainPlanner(functools.partial(self._plan_at, model, question, sigma))
+            if proposal is None
+            else EscortPlanner(self, model, proposal, question, sigma, epsilon)
         )
+        planning.announce(planner, self.run)
+
+    def _plan_at(
+        self, model: PrivacyLossModel, question: str, sigma: float, measure: bool
+    ) -> RunPlan:
+        return self._plan(model, question, sigma, measure=measure)
 
     def route(
         self,

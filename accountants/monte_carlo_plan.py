@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 
@@ -30,7 +31,7 @@ from minsep.framework.montecarlo.planning import (
 from minsep.framework.montecarlo.planning import logger as plan_log
 from minsep.framework.workers import expected_cores
 
-__all__ = ["announce", "announce_escort", "plan_run", "stages"]
+__all__ = ["PlainPlanner", "Planner", "announce", "plan_run", "stages"]
 
 #: Sigmas tried per coarse and fine walk of the calibration pilot (see locate_sigma).
 FINE_STEPS = 8
@@ -87,11 +88,55 @@ def plan_run(
     return attrs.evolve(plan, draw_seconds=draw, eval_seconds=evaluate)
 
 
-def announce(plan: Callable[[bool], RunPlan], run: RunSettings) -> RunPlan:
-    """Log ``plan(measure=False)`` (warning when the chunks of every worker exceed the memory
-    free now), then, with a time limit or INFO logging, ``plan(measure=True)`` with its time
-    estimate; refuse a question over ``run.max_seconds``."""
-    work = plan(False)
+class Planner(Protocol):
+    """How a proposal plans a question before any draw: the work it will do, untimed (None
+    where the proposal has no chunked plan to describe), and a timed line with its estimate
+    in seconds (None where it cannot be timed). :func:`announce` is the one path that logs a
+    plan and refuses it over ``max_seconds``, whatever the proposal."""
+
+    @property
+    def advice(self) -> str:
+        """What to suggest when the estimate exceeds the time limit."""
+        ...
+
+    def work(self) -> RunPlan | None: ...
+
+    def timed(self) -> tuple[str, float | None]: ...
+
+
+@attrs.frozen
+class PlainPlanner:
+    """Plain sampling's plan: :func:`plan_run`'s stages, chunks and memory, timed by the
+    engine's rate probe (``plan(measure)`` builds it)."""
+
+    plan: Callable[[bool], RunPlan]
+    advice: str = "fewer samples, more workers or an exact accountant"
+
+    def work(self) -> RunPlan:
+        """The untimed plan."""
+        return self.plan(False)
+
+    def timed(self) -> tuple[str, float | None]:
+        """The plan timed by a small probe."""
+        timed = self.plan(True)
+        return timed.describe_time(), timed.estimated_seconds
+
+
+def announce(planner: Planner, run: RunSettings) -> None:
+    """Log ``planner``'s work (warning when the chunks of every worker exceed the memory free
+    now), then, with a time limit or INFO logging, its timed line; refuse a question whose
+    estimate exceeds ``run.max_seconds``."""
+    work = planner.work()
+    if work is not None:
+        _log_work(work, run)
+    if run.max_seconds is None and not plan_log.isEnabledFor(logging.INFO):
+        return
+    text, estimate = planner.timed()
+    plan_log.info("plan: %s", text)
+    refuse_over(run, estimate, text, planner.advice)
+
+
+def _log_work(work: RunPlan, run: RunSettings) -> None:
     plan_log.info("plan: %s", work.describe_work())
     free = available_memory()
     local = run.scheduler is None
@@ -103,23 +148,6 @@ def announce(plan: Callable[[bool], RunPlan], run: RunSettings) -> RunPlan:
             format_bytes(work.chunk_bytes),
             format_bytes(free),
         )
-    if run.max_seconds is None and not plan_log.isEnabledFor(logging.INFO):
-        return work
-    timed = plan(True)
-    plan_log.info("plan: %s", timed.describe_time())
-    advice = "fewer samples, more workers or an exact accountant"
-    refuse_over(run, timed.estimated_seconds, timed.describe_time(), advice)
-    return timed
-
-
-def announce_escort(describe: Callable[[], tuple[str, float | None]], run: RunSettings) -> None:
-    """Log an escort run's plan line and refuse it over ``run.max_seconds``; ``describe``
-    gives the line and the estimate (:func:`~minsep.accountants.routes.escort_plan`)."""
-    if run.max_seconds is None and not plan_log.isEnabledFor(logging.INFO):
-        return
-    text, estimate = describe()
-    plan_log.info("plan: %s", text)
-    refuse_over(run, estimate, text, "fewer samples or more workers")
 
 
 def refuse_over(run: RunSettings, estimate: float | None, text: str, advice: str) -> None:

@@ -457,3 +457,27 @@ def escort_plan(
                 seconds += add
             text += f"; plus, {when}the add direction by plain sampling, {format_seconds(add)}"
     return text + ")", seconds
+
+
+@attrs.frozen
+class EscortPlanner:
+    """The escort's :class:`~minsep.accountants.monte_carlo_plan.Planner`: no chunked plan to
+    describe untimed; its timed line is :func:`escort_plan` (the escort engine's own rates)."""
+
+    accountant: Asker
+    model: PrivacyLossModel
+    proposal: EscortProposal
+    question: str
+    sigma: float
+    epsilon: float
+    advice: str = "fewer samples or more workers"
+
+    def work(self) -> None:
+        """None: an escort run is described by its timed line only."""
+        return None
+
+    def timed(self) -> tuple[str, float | None]:
+        """:func:`escort_plan`'s line and estimate."""
+        return escort_plan(
+            self.accountant, self.model, self.proposal, self.question, self.sigma, self.epsilon
+        )
