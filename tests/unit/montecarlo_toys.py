@@ -183,3 +183,25 @@ class ToyStrategy(Strategy):
     def noise(self, shape: Any, n_steps: int, rng: Any, backend: Any) -> Iterator[Any]:
         for _ in range(n_steps):
             yield rng.standard_normal(tuple(shape))
+
+
+#: The registry name the command-line tests give :class:`ToyScheme` (the ``toy`` fixture of
+#: tests/unit/framework/conftest.py registers it).
+TOY_NAME = "mc_toy_hardening_cli_test"
+
+
+def toy_epsilon_args(*extra: str) -> list[str]:
+    """``minsep epsilon`` on the registered toy: 8000 samples in chunks of 1000, one worker."""
+    return ["epsilon", "--scheme", TOY_NAME, "--steps", "1", "--rate", "3/10", "--samples",
+            "8000", "--pilot-samples", "2000", "--chunk-size", "1000", "--delta", "1e-2",
+            "--sigma", "1", "--seed", "4", "--workers", "1", *extra]  # fmt: skip
+
+
+def one_error_line(err: str) -> str:
+    """The one error line of ``err`` (the first-answer and planned-work lines a run prints
+    first aside); fails on a traceback or on more than one line."""
+    before = ("minsep: plan:", "minsep: first answer")
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(before)]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]

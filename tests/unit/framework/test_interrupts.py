@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +18,9 @@ import pytest
 from minsep.framework.cli.main import EXIT_INTERRUPTED, main
 from minsep.framework.montecarlo import Checkpoint, ChunkTask
 from minsep.framework.montecarlo import sampling as sampling_module
-from minsep.framework.registries import schemes
-from tests.unit.montecarlo_toys import ToyScheme
+from tests.unit.montecarlo_toys import one_error_line, toy_epsilon_args
 
-TOY = "mc_toy_hardening_cli_test"
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def toy() -> Iterator[str]:
-    schemes.register(TOY)(ToyScheme)
-    yield TOY
-    schemes.unregister(TOY)
-
-
-def _toy_args(*extra: str) -> list[str]:
-    return ["epsilon", "--scheme", TOY, "--steps", "1", "--rate", "3/10", "--samples", "8000",
-            "--pilot-samples", "2000", "--chunk-size", "1000", "--delta", "1e-2", "--sigma", "1",
-            "--seed", "4", "--workers", "1", *extra]  # fmt: skip  # in-process: monkeypatched
-
-
-def _one_line(err: str) -> str:
-    """The one error line of ``err`` (the first-answer and planned-work lines a run prints
-    first aside)."""
-    before = ("minsep: plan:", "minsep: first answer")
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(before)]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def _interrupt_at(monkeypatch: pytest.MonkeyPatch, stream: int, chunk: int) -> None:
@@ -67,20 +41,20 @@ def test_ctrl_c_saves_the_checkpoint_and_exits_130(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = tmp_path / "q.ckpt"
-    argv = _toy_args("--checkpoint", str(path), "--checkpoint-interval", "3600", "--json")
+    argv = toy_epsilon_args("--checkpoint", str(path), "--checkpoint-interval", "3600", "--json")
     _interrupt_at(monkeypatch, stream=1, chunk=3)  # verification stream, 4th chunk
     assert main(argv) == EXIT_INTERRUPTED
     captured = capsys.readouterr()
-    line = _one_line(captured.err)
+    line = one_error_line(captured.err)
     assert "interrupted" in line and str(path) in line
     assert json.loads(captured.out)["error"]["exit_code"] == EXIT_INTERRUPTED
     stages = Checkpoint(path).read()  # saved although no save was due by time
     assert stages["pilot"]["chunks_done"] == 2 and stages["verify"]["chunks_done"] == 3
     assert not list(tmp_path.glob(".q.ckpt*"))  # no lock or temporary left behind
     monkeypatch.undo()
-    assert main(_toy_args("--checkpoint", str(path), "--json")) == 0
+    assert main(toy_epsilon_args("--checkpoint", str(path), "--json")) == 0
     resumed = json.loads(capsys.readouterr().out)
-    assert main(_toy_args("--json")) == 0  # the same question without a checkpoint
+    assert main(toy_epsilon_args("--json")) == 0  # the same question without a checkpoint
     fresh = json.loads(capsys.readouterr().out)
     assert resumed | {"seconds": 0} == fresh | {"seconds": 0}
 
@@ -89,8 +63,8 @@ def test_ctrl_c_without_a_checkpoint_exits_130(
     toy: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _interrupt_at(monkeypatch, stream=0, chunk=0)
-    assert main(_toy_args()) == EXIT_INTERRUPTED
-    assert "interrupted" in _one_line(capsys.readouterr().err)
+    assert main(toy_epsilon_args()) == EXIT_INTERRUPTED
+    assert "interrupted" in one_error_line(capsys.readouterr().err)
 
 
 def test_sigint_is_held_back_while_a_chunk_is_merged_and_recorded() -> None:
@@ -143,7 +117,7 @@ def test_a_real_sigint_saves_the_checkpoint_and_exits_130(tmp_path: Path) -> Non
         if process.poll() is None:
             process.kill()
     assert process.returncode == EXIT_INTERRUPTED, err
-    assert out == "" and "interrupted" in _one_line(err)
+    assert out == "" and "interrupted" in one_error_line(err)
     stages = Checkpoint(path).read()
     done = stages["verify"]["chunks_done"]  # saved on Ctrl-C, though none was due by time
     assert 0 < done < stages["verify"]["n_chunks"]

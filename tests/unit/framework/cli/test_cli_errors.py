@@ -10,17 +10,7 @@ import pytest
 
 from minsep.framework.cli import common
 from minsep.framework.cli.main import EXIT_ERROR, main
-
-
-def _one_line(err: str) -> str:
-    """The one error line of ``err`` (the first-answer and planned-work lines a run prints
-    first aside)."""
-    before = ("minsep: plan:", "minsep: first answer")
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(before)]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
-
+from tests.unit.montecarlo_toys import one_error_line
 
 # -- a forgotten --min-sep ------------------------------------------------------------------
 
@@ -35,7 +25,7 @@ def test_a_forgotten_min_sep_is_one_line_naming_the_option(
 ) -> None:
     argv = ["epsilon", *scheme, "--steps", "64", "--rate", "1/16", "--sigma", "1"]
     assert main(argv) == EXIT_ERROR
-    line = _one_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert "min_sep = <missing>" in line and "--min-sep" in line
 
 
@@ -79,14 +69,14 @@ def test_memory_error_is_one_line_and_nonzero(
     argv = ["epsilon", "--min-sep", "4", "--sigma", "1", *(["--json"] if as_json else [])]
     assert main(argv) == EXIT_ERROR
     captured = capsys.readouterr()
-    assert "out of memory" in _one_line(captured.err)
+    assert "out of memory" in one_error_line(captured.err)
     if as_json:
         assert json.loads(captured.out)["error"]["type"] == "MemoryError"
 
 
-def test_os_error_is_one_line(
+def test_os_error_isone_error_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(common, "build_scheme", _failing_build(OSError(28, "No space left")))
     assert main(["calibrate", "--min-sep", "4", "--epsilon", "1"]) == EXIT_ERROR
-    assert "No space left" in _one_line(capsys.readouterr().err)
+    assert "No space left" in one_error_line(capsys.readouterr().err)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +15,16 @@ from minsep.accountants.monte_carlo import RunSettings
 from minsep.framework.cli.main import EXIT_ERROR, main
 from minsep.framework.errors import CheckpointError, ConfigurationError
 from minsep.framework.montecarlo import Checkpoint, ChunkTask, sample_chunks
-from minsep.framework.registries import accountants, schemes
-from tests.unit.montecarlo_toys import ToyScheme, ToyStrategy
+from minsep.framework.registries import accountants
+from tests.unit.montecarlo_toys import (
+    ToyScheme,
+    ToyStrategy,
+    one_error_line,
+    toy_epsilon_args,
+)
 
-TOY = "mc_toy_hardening_cli_test"
 ROOT = Path(__file__).resolve().parents[4]
 fcntl = pytest.importorskip("fcntl")
-
-
-@pytest.fixture
-def toy() -> Iterator[str]:
-    schemes.register(TOY)(ToyScheme)
-    yield TOY
-    schemes.unregister(TOY)
-
-
-def _toy_args(*extra: str) -> list[str]:
-    return ["epsilon", "--scheme", TOY, "--steps", "1", "--rate", "3/10", "--samples", "8000",
-            "--pilot-samples", "2000", "--chunk-size", "1000", "--delta", "1e-2", "--sigma", "1",
-            "--seed", "4", "--workers", "1", *extra]  # fmt: skip  # in-process: monkeypatched
-
-
-def _one_line(err: str) -> str:
-    """The one error line of ``err`` (the first-answer and planned-work lines a run prints
-    first aside)."""
-    before = ("minsep: plan:", "minsep: first answer")
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(before)]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def _accountant(path: Path, **options: Any) -> Any:
@@ -70,8 +50,8 @@ def test_an_unwritable_checkpoint_folder_fails_before_sampling(
         Checkpoint(path)
     sampled: list[int] = []
     monkeypatch.setattr(ChunkTask, "__call__", lambda self, i: sampled.append(i))
-    assert main(_toy_args("--checkpoint", str(path))) == EXIT_ERROR
-    line = _one_line(capsys.readouterr().err)
+    assert main(toy_epsilon_args("--checkpoint", str(path))) == EXIT_ERROR
+    line = one_error_line(capsys.readouterr().err)
     assert "writable" in line and "--checkpoint" in line and sampled == []
 
 
