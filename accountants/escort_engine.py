@@ -60,6 +60,7 @@ from minsep.accountants.escort_setup import (
     EscortSetup,
     EscortTarget,
     choose_setup,
+    escort_base_delta,
     escort_setups,
     support_scale,
 )
@@ -213,7 +214,7 @@ class EscortProposal:
         remove = Verification(scale, 1.0)  # scale <= delta: the order-lam RDP bound certifies
         if scale > delta:
             sampler = EscortSampler(model, setup, log_scale, config, self.max_states)
-            x_b = base_delta(samples, delta / scale, candidates=count)
+            x_b = escort_base_delta(samples, delta / scale, delta, scale, candidates=count)
             remove = Verification(scale, x_b, sampler, "escort verify")
         return EpsilonPlan(
             candidates,

@@ -20,6 +20,7 @@ from minsep.accountants import rdp_moments as moments
 from minsep.accountants.escort import log_support_bound
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.montecarlo.bounds import base_delta
 from minsep.framework.participation import ParticipationChain
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "EscortSetup",
     "EscortTarget",
     "choose_setup",
+    "escort_base_delta",
     "escort_setups",
     "escort_target",
     "support_scale",
@@ -130,3 +132,20 @@ def support_scale(log_scale: float, order: int, epsilon: float) -> float:
             "'plain' or raise max_states"
         )
     return math.exp(log_scale)
+
+
+def escort_base_delta(
+    samples: int, target: float, delta: float, scale: float, *, candidates: int = 1
+) -> float:
+    """``base_delta(samples, target)`` for the escort's normalised problem: it verifies the
+    mean of its weights ``W / s`` (s the support bound) at ``target = delta / s``. Too few
+    samples raise the same ConfigurationError, saying that the delta it names is ``delta / s``
+    and not the question's (docs/rdp-escort.md §8)."""
+    try:
+        return base_delta(samples, target, candidates=candidates)
+    except ConfigurationError as exc:
+        raise ConfigurationError(
+            f"{exc} (the escort verifies the mean of its weights W/s, s = {scale:.3g} the "
+            f"support bound, at delta/s = {target:.3g} for the question's delta = {delta:.3g})",
+            parameter=exc.parameter,
+        ) from None

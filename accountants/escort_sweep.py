@@ -17,7 +17,7 @@ import attrs
 
 from minsep.accountants.escort_add import add_bound, add_threshold
 from minsep.accountants.escort_sampling import EscortSampler
-from minsep.accountants.escort_setup import EscortSetup, support_scale
+from minsep.accountants.escort_setup import EscortSetup, escort_base_delta, support_scale
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
@@ -48,7 +48,7 @@ def escort_sweep(
     config = question.config or EngineConfig()
     order = setups[0].order
     scale = support_scale(log_scale, order, eps)
-    x_b = base_delta(samples, min(delta / scale, 0.5))
+    x_b = escort_base_delta(samples, min(delta / scale, 0.5), delta, scale)
     handled = "exact zero" if eps >= add_threshold(model) else "plain"
     settled = [handled == "exact zero"] * len(sweep)
     if handled == "plain":
