@@ -22,10 +22,9 @@ import math
 import numpy as np
 
 from minsep.accountants.rdp_moments import (
-    MAX_STEP_EXPONENT,
     ColumnProducts,
     check_order,
-    step_exponent,
+    check_step_growth,
 )
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.phase_mixture import PhaseMixture
@@ -115,14 +114,7 @@ def prepare(
             f"{max_entries}; use a lower order or raise max_entries"
         )
     products = ColumnProducts(c, mixture.n_steps)
-    exponent = step_exponent(lam, float(sigma), products)
-    if exponent > MAX_STEP_EXPONENT:
-        limit = math.sqrt(lam * (lam - 1) * products.largest / MAX_STEP_EXPONENT)
-        raise ConfigurationError(
-            f"{owner}.sigma = {sigma!r} is invalid for order {lam}: one step could grow the "
-            f"mass by exp({exponent:.4g}), above exp({MAX_STEP_EXPONENT:g}) (float64); must be "
-            f">= {limit:.6g}"
-        )
+    check_step_growth(owner, lam, sigma, products)
     return lam, products
 
 

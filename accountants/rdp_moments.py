@@ -34,6 +34,7 @@ __all__ = [
     "RESCALE",
     "ColumnProducts",
     "check_order",
+    "check_step_growth",
     "forward_step",
     "initial_state",
     "interaction_exponents",
@@ -172,15 +173,22 @@ def prepare(
         )
     products = ColumnProducts(c, n)
     if b > 1:
-        exponent = step_exponent(lam, float(sigma), products)
-        if exponent > MAX_STEP_EXPONENT:
-            limit = math.sqrt(lam * (lam - 1) * products.largest / MAX_STEP_EXPONENT)
-            raise ConfigurationError(
-                f"{owner}.sigma = {sigma!r} is invalid for order {lam}: one step could grow "
-                f"the mass by exp({exponent:.4g}), above exp({MAX_STEP_EXPONENT:g}) (float64); "
-                f"must be >= {limit:.6g}"
-            )
+        check_step_growth(owner, lam, sigma, products)
     return lam, products
+
+
+def check_step_growth(owner: str, lam: int, sigma: float, products: ColumnProducts) -> None:
+    """ConfigurationError naming ``sigma`` when one forward step could grow the stored mass
+    beyond ``exp(MAX_STEP_EXPONENT)`` (float64 overflow; :func:`step_exponent`), with the
+    smallest sigma that fits."""
+    exponent = step_exponent(lam, float(sigma), products)
+    if exponent > MAX_STEP_EXPONENT:
+        limit = math.sqrt(lam * (lam - 1) * products.largest / MAX_STEP_EXPONENT)
+        raise ConfigurationError(
+            f"{owner}.sigma = {sigma!r} is invalid for order {lam}: one step could grow "
+            f"the mass by exp({exponent:.4g}), above exp({MAX_STEP_EXPONENT:g}) (float64); "
+            f"must be >= {limit:.6g}"
+        )
 
 
 def memoryless_log_weights(

@@ -11,10 +11,10 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from minsep.framework.phase_mixture import PhaseMixture
 from minsep.schemes.cyclic_poisson.scheme import CyclicPoisson
+from tests.theorems.support import law_fit_pvalue
 
 
 def mixture_law(mixture: PhaseMixture) -> dict[tuple[int, ...], float]:
@@ -55,15 +55,4 @@ def test_mixture_matches_the_sampler(n: int, b: int, rate: float) -> None:
             x[batch, step] += 1
         patterns.append(x)
     observed_rows = np.concatenate(patterns)  # examples are independent under "random"
-    keys, seen = np.unique(observed_rows, axis=0, return_counts=True)
-    observed = {tuple(int(v) for v in k): int(m) for k, m in zip(keys, seen, strict=True)}
-    support = {x for x, p in law.items() if p > 0}
-    assert set(observed) <= support
-    cells = sorted(support)
-    expected = np.array([law[k] * observed_rows.shape[0] for k in cells])
-    counts = np.array([observed.get(k, 0) for k in cells])
-    big = expected >= 5
-    f_obs = np.append(counts[big], counts[~big].sum())
-    f_exp = np.append(expected[big], expected[~big].sum())
-    keep = f_exp > 0
-    assert stats.chisquare(f_obs[keep], f_exp[keep]).pvalue > 1e-4
+    assert law_fit_pvalue(observed_rows, law) > 1e-4

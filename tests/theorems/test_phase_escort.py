@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from minsep.accountants.escort import escort_outputs, log_escort_weight, log_support_bound
 from minsep.accountants.phase_escort import sample_phase_escort_counts
@@ -23,6 +22,7 @@ from minsep.framework.phase_mixture import PhaseMixture
 from minsep.schemes.cyclic_poisson.scheme import CyclicPoisson
 from minsep.strategies import BandedToeplitz, Identity
 from tests.theorems import oracles
+from tests.theorems.support import law_fit_pvalue
 from tests.theorems.test_phase_moments import random_phase_law, unit
 
 
@@ -65,18 +65,17 @@ def test_counts_follow_the_escort_law(
     mixture = PhaseMixture(n_steps=n, phases=b, probability=q)
     law = count_law(c, n, b, q, sigma, order)
     draw = sample_phase_escort_counts(mixture, c, sigma, order, draws, np.random.default_rng(11))
-    keys, seen = np.unique(draw.counts, axis=0, return_counts=True)
-    observed = {tuple(int(v) for v in k): int(m) for k, m in zip(keys, seen, strict=True)}
-    assert set(observed) <= set(law), "a count vector outside the escort's support was drawn"
-    cells = sorted(law)
-    expected = np.array([law[k] * draws for k in cells])
-    counts = np.array([observed.get(k, 0) for k in cells])
-    big = expected >= 5  # pool the sparse cells into one
-    f_obs = np.append(counts[big], counts[~big].sum())
-    f_exp = np.append(expected[big], expected[~big].sum())
-    keep = f_exp > 0
-    assert stats.chisquare(f_obs[keep], f_exp[keep]).pvalue > 1e-4
+    assert law_fit_pvalue(draw.counts, law) > 1e-4
     assert draw.log_z == pytest.approx(log_moment(mixture, c, sigma, order), rel=1e-12)
+
+
+def test_the_law_check_rejects_the_escort_of_another_sigma() -> None:
+    """Power of the check above: draws of the escort at sigma 0.9 fail against the law at 0.6
+    (so a sampler that used a wrong interaction weight would be caught)."""
+    n, b, order, q, c = 6, 3, 2, 0.5, unit((1.0, 0.6, 0.3))
+    mixture = PhaseMixture(n_steps=n, phases=b, probability=q)
+    draw = sample_phase_escort_counts(mixture, c, 0.9, order, 40_000, np.random.default_rng(11))
+    assert law_fit_pvalue(draw.counts, count_law(c, n, b, q, 0.6, order)) < 1e-6
 
 
 def test_small_message_budget_keeps_the_law() -> None:
@@ -87,17 +86,7 @@ def test_small_message_budget_keeps_the_law() -> None:
     draw = sample_phase_escort_counts(
         mixture, c, sigma, order, draws, np.random.default_rng(12), max_entries=(n + 1) * 4
     )
-    keys, seen = np.unique(draw.counts, axis=0, return_counts=True)
-    observed = {tuple(int(v) for v in k): int(m) for k, m in zip(keys, seen, strict=True)}
-    assert set(observed) <= set(law)
-    cells = sorted(law)
-    expected = np.array([law[k] * draws for k in cells])
-    counts = np.array([observed.get(k, 0) for k in cells])
-    big = expected >= 5
-    f_obs = np.append(counts[big], counts[~big].sum())
-    f_exp = np.append(expected[big], expected[~big].sum())
-    keep = f_exp > 0
-    assert stats.chisquare(f_obs[keep], f_exp[keep]).pvalue > 1e-4
+    assert law_fit_pvalue(draw.counts, law) > 1e-4
 
 
 def exact_remove_delta(c: np.ndarray, n: int, b: int, q: float, sigma: float, eps: float) -> float:
