@@ -3,8 +3,10 @@
 The escort serves the remove direction only. The add direction is handled, in this order of
 preference, by route ``"exact zero"`` (``u >= pi(empty)``, so ``delta_add(eps) = 0`` exactly
 when ``eps >= ln(1 / pi(empty))``, :func:`add_threshold`), route ``"deterministic"`` (the
-Chernoff bound of docs/math.md §10, :func:`add_bound`, no sample) or route ``"plain"`` (plain
-Monte Carlo of the add direction on its own draws, when they fit: :func:`plain_add_fits`).
+Chernoff bound of docs/math.md §10, :func:`add_bound`, no sample), route ``"block bound"``
+(the sampled block bound of docs/math.md §10.1, :func:`chosen_add_bound`: a few seconds of
+block draws, none from the pair) or route ``"plain"`` (plain Monte Carlo of the add direction
+on its own draws, when they fit: :func:`plain_add_fits`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from minsep.accountants.add_bound import (
     banded_operator_norm_upper,
     chain_add_bound,
 )
+from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
 from minsep.accountants.escort_setup import INFLATE, escort_target
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
@@ -26,11 +29,16 @@ from minsep.framework.montecarlo.sampling import EngineConfig
 
 __all__ = [
     "PLAIN_ADD_LIMIT",
+    "AddBound",
     "add_bound",
     "add_sampler",
     "add_threshold",
+    "chosen_add_bound",
     "plain_add_fits",
 ]
+
+#: An add-direction bound: ``delta(eps)`` and ``epsilon(delta)``, both upper bounds.
+AddBound = AddDirectionBound | BlockAddBound
 
 #: A run sized by precision samples the add direction (plain) only up to this many draws;
 #: beyond it the deterministic bound of docs/math.md §10 certifies it (and may bind).
@@ -50,6 +58,31 @@ def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
     chain = target.participation_chain()
     norm = banded_operator_norm_upper(target.coefficients, chain.n_steps)
     return chain_add_bound(chain, norm, sigma)
+
+
+def chosen_add_bound(
+    model: PrivacyLossModel, sigma: float, delta: float, seed: int, needed: float = 0.0
+) -> tuple[str, AddBound]:
+    """The add-direction bound an escort run uses below ``ln(1/pi(empty))``, with its route.
+
+    The deterministic §10 bound (route ``"deterministic"``) when its epsilon at ``delta`` is at
+    most ``needed`` (it then costs nothing); else the sampled block bound of docs/math.md §10.1
+    (route ``"block bound"``, aimed at ``delta``, from ``seed``'s block stream) when its epsilon
+    is the smaller; else the deterministic one. Choosing between two valid bounds before any
+    verification draw of the pair leaves both guarantees intact.
+    """
+    bound = add_bound(model, sigma)
+    epsilon = bound.epsilon(delta)
+    if epsilon <= needed:
+        return "deterministic", bound
+    target = escort_target("chosen_add_bound", model)
+    chain = target.participation_chain()
+    if chain.probability >= 1.0 or len(target.coefficients) > chain.min_sep:
+        return "deterministic", bound
+    block = certify_block_bound(chain, target.coefficients, sigma, delta, seed)
+    if block.epsilon(delta) < epsilon:
+        return "block bound", block
+    return "deterministic", bound
 
 
 def plain_add_fits(samples: int, delta: float, candidates: int, precision: float | None) -> bool:

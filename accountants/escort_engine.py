@@ -35,7 +35,7 @@ add-direction routes), :mod:`.escort_sampling` (chunk task, sampler, rate probe)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
@@ -46,6 +46,7 @@ from minsep.accountants.escort_add import (
     add_bound,
     add_sampler,
     add_threshold,
+    chosen_add_bound,
     plain_add_fits,
 )
 from minsep.accountants.escort_sampling import (
@@ -201,7 +202,7 @@ class EscortProposal:
         norm_guess = min(delta * math.exp(-log_guess), 0.5)
         target = base_delta(samples, norm_guess, candidates=count) * math.exp(log_guess)
         proposed = [_first_below(grid, means, k * target) for k in fractions]
-        add, proposed, add_check = self._add_route(model, question, proposed)
+        add, proposed, add_check, add_limit = self._add_route(model, question, proposed)
         candidates = tuple(float(x) for x in np.maximum.accumulate(proposed) if math.isfinite(x))
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
         scale = support_scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
@@ -223,7 +224,7 @@ class EscortProposal:
             count,
             estimate=Estimate(estimate, math.nan, pilot_samples),
             info=ProposalInfo("escort", setup.order, setup.log_z, scale, add),
-            add_delta=add_bound(model, sigma).delta if add == "deterministic" else None,
+            add_delta=add_limit,
             failed_reason=(
                 f"none of {len(candidates)} candidate epsilons passed verification with "
                 f"{samples} escort samples (order {setup.order}, support bound {scale:.3g} = "
@@ -233,25 +234,29 @@ class EscortProposal:
 
     def _add_route(
         self, model: PrivacyLossModel, question: EpsilonQuestion, candidates: list[float]
-    ) -> tuple[str, list[float], Verification | None]:
+    ) -> tuple[str, list[float], Verification | None, Callable[[float], float] | None]:
         """The add direction's route for an epsilon question (module docstring), the
-        candidates raised to what it needs, and its verification (route ``"plain"``).
+        candidates raised to what it needs, its verification (route ``"plain"``) and its
+        released delta as a function of epsilon (the bound routes).
 
         ``"exact zero"`` when the smallest candidate is at least ``ln(1/pi(empty))``;
-        ``"deterministic"`` where the §10 bound's epsilon costs nothing (below the smallest
-        candidate) or plain add draws do not fit (:meth:`plain_add_fits`), the candidates
-        raised to it; else ``"plain"``: a plain add pilot (stream 0) raises each candidate to
-        its ``eps_hat(kappa add_base)`` and the add draws verify at ``add_base``.
+        ``"deterministic"`` (§10) or ``"block bound"`` (§10.1, :func:`chosen_add_bound`)
+        where the bound's epsilon costs nothing (below the smallest candidate) or plain add
+        draws do not fit (:meth:`plain_add_fits`), the candidates raised to it; else
+        ``"plain"``: a plain add pilot (stream 0) raises each candidate to its
+        ``eps_hat(kappa add_base)`` and the add draws verify at ``add_base``.
         """
         sigma, delta, fractions = question.sigma, question.delta, question.fractions
         samples, count, config = question.samples, len(question.fractions), question.config
         if candidates[0] >= add_threshold(model):
-            return "exact zero", candidates, None
-        add_epsilon = add_bound(model, sigma).epsilon(delta)
+            return "exact zero", candidates, None, None
+        route, bound = chosen_add_bound(model, sigma, delta, question.seed, candidates[0])
+        add_epsilon = bound.epsilon(delta)
         if math.isfinite(add_epsilon) and (
             add_epsilon <= candidates[0] or not self.plain_add_fits(samples, delta, count)
         ):
-            return "deterministic", [max(c, add_epsilon) for c in candidates], None
+            raised = [max(c, add_epsilon) for c in candidates]
+            return route, raised, None, bound.delta
         add_base = base_delta(samples, delta, candidates=count)
         draws = add_sampler(model, sigma, config)
         add_pilot = attrs.evolve(draws, histograms=True).tally(
@@ -265,7 +270,8 @@ class EscortProposal:
             max(c, estimate_epsilon(add_pilot, k * add_base).value)
             for c, k in zip(candidates, fractions, strict=True)
         ]
-        return "plain", raised, Verification(1.0, add_base, draws, "verify add", draw_empty=False)
+        verify = Verification(1.0, add_base, draws, "verify add", draw_empty=False)
+        return "plain", raised, verify, None
 
     def _pilot(
         self,

@@ -37,6 +37,12 @@ def proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
             + ("" if info.add_delta is None else f"; delta_add <= {info.add_delta:.3g}")
             + ")"
         ),
+        "block bound": (
+            "the add direction is certified by the sampled block bound of docs/math.md §10.1 "
+            "(block draws only, no add samples of the pair; its failure probability folded in"
+            + ("" if info.add_delta is None else f"; delta_add <= {info.add_delta:.3g}")
+            + ")"
+        ),
     }.get(info.add, "the add direction was verified by plain Monte Carlo")
     return (
         f"escort importance sampling: order lam = {info.order}, ln Z_lam = {info.log_z:.6g}, "

@@ -34,11 +34,11 @@ from typing import Protocol
 
 import attrs
 
+from minsep.accountants.escort_add import AddBound, add_bound, chosen_add_bound
 from minsep.accountants.escort_engine import (
     CHUNK_ELEMENTS,
     DEFAULT_ORDERS,
     EscortProposal,
-    add_bound,
     add_threshold,
     choose_setup,
     measure_escort_seconds,
@@ -124,11 +124,15 @@ def add_needs_sampling(
     sigma: float | None = None,
     delta: float | None = None,
     slack: float | None = None,
+    seed: int | None = None,
 ) -> bool:
     """Whether the add direction at ``epsilon`` is verified by plain sampling in an escort run.
 
     Not at or above ``ln(1 / pi(empty))`` (exactly 0, docs/rdp-escort.md §8), nor, at a known
-    ``sigma`` and ``delta``, where the deterministic bound of docs/math.md §10 suffices: its
+    ``sigma`` and ``delta``, where the bound the run would use suffices (the deterministic one
+    of docs/math.md §10, or with a ``seed`` also the sampled block bound of §10.1 from it,
+    :func:`~minsep.accountants.escort_add.chosen_add_bound`; calibration sweeps use the
+    deterministic one only): its
     delta at ``epsilon`` is at most ``delta``, or its epsilon at ``delta`` is at most
     ``epsilon * (1 + slack)`` (an epsilon question releases the larger of the two directions'
     epsilons, so the bound then costs at most the ``slack`` fraction).
@@ -138,7 +142,10 @@ def add_needs_sampling(
         return False
     if sigma is None or delta is None:
         return True
-    bound = add_bound(model, float(sigma))
+    if seed is None:
+        bound: AddBound = add_bound(model, float(sigma))
+    else:
+        _, bound = chosen_add_bound(model, float(sigma), float(delta), seed, eps)
     if bound.delta(eps) <= float(delta):
         return False
     return slack is None or not bound.epsilon(float(delta)) <= eps * (1.0 + slack)
@@ -221,9 +228,18 @@ def _add_first(
             return None  # the pilot reports it
         epsilon = min(s.epsilon_at(math.log(delta)) for s in setups)
     slack = None if question == "calibrate" else precision
-    if not add_needs_sampling(model, epsilon, sigma, delta, slack):
+    if not add_needs_sampling(
+        model, epsilon, sigma, delta, slack, _route_seed(accountant, question)
+    ):
         return None
     return _add_reason(model, epsilon, sigma)
+
+
+def _route_seed(accountant: Asker, question: str) -> int | None:
+    """The seed of the block bound the run would use (None: calibration, deterministic only)."""
+    if question == "calibrate":
+        return None
+    return accountant.seed if accountant.seed is not None else 0
 
 
 def _add_reason(model: PrivacyLossModel, epsilon: float, sigma: float) -> str:
@@ -231,8 +247,8 @@ def _add_reason(model: PrivacyLossModel, epsilon: float, sigma: float) -> str:
     return (
         f"the add direction needs plain sampling at epsilon {epsilon:.4g}, sigma {sigma:.4g} "
         f"(below ln(1/pi(empty))"
-        f" = {add_threshold(model):.4g}, and the deterministic bound of docs/math.md §10 does "
-        "not suffice), so the escort saves nothing"
+        f" = {add_threshold(model):.4g}, and neither the deterministic bound of docs/math.md "
+        "§10 nor the sampled block bound of §10.1 suffices), so the escort saves nothing"
     )
 
 
@@ -344,10 +360,13 @@ def choose_route(
             why_not = f"the escort cannot run here ({exc})"
         else:
             slack = None if question == "calibrate" else precision
-            if add_needs_sampling(model, epsilon, sigma, delta, slack):
+            seed = _route_seed(accountant, question)
+            if add_needs_sampling(model, epsilon, sigma, delta, slack, seed):
                 why_not = _add_reason(model, epsilon, sigma)
             else:
-                add = "exact zero" if epsilon >= add_threshold(model) else "deterministic (§10)"
+                add = "exact zero"
+                if epsilon < add_threshold(model):
+                    add = "deterministic (§10)" if seed is None else "bounded (§10, §10.1)"
                 m = escort_samples(delta, log_s, precision, candidates)
                 pilot = accountant.pilot_samples or max(m // 4, 1000)
                 seconds = _escort_seconds(accountant, model, question, m, pilot, rates)

@@ -33,10 +33,11 @@ class ProposalInfo:
         log_z: ``ln Z_lam`` used (inflated by 1e-10 relative; None for plain).
         support: the support bound ``s`` the weights were normalised by (None for plain).
         add: how the add direction was handled: ``"exact zero"`` (eps >= ln 1/pi(empty)),
-            ``"deterministic"`` (the Chernoff bound of docs/math.md §10, no samples) or
-            ``"plain"`` (plain Monte Carlo).
-        add_delta: the deterministic add-direction bound at the released claim (route
-            ``"deterministic"``; None otherwise).
+            ``"deterministic"`` (the Chernoff bound of docs/math.md §10, no samples),
+            ``"block bound"`` (the sampled block bound of docs/math.md §10.1, its failure
+            folded in) or ``"plain"`` (plain Monte Carlo).
+        add_delta: the add-direction bound at the released claim (routes ``"deterministic"``
+            and ``"block bound"``; None otherwise).
     """
 
     method: str

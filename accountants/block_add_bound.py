@@ -1,0 +1,368 @@
+"""A sampled bound on the add direction for overlapping columns (docs/math.md §10.1).
+
+The deterministic bound of §10 treats a banded C through ``sigma / ||C||_op``, which for 8
+MSE-optimal bands costs about a factor 2.3 in noise. For b-min-sep with ``b >= k`` bands there
+is a sharper route: cut the n steps into blocks of length L and keep only the participation
+patterns whose participations lie in each block's *zone* (its first ``L - b + 1`` steps; the
+last block keeps all of its steps). On those patterns the chain restarts available at every
+block boundary and the columns of different blocks touch disjoint rows, so
+
+    U(y) >= G(y) = prod_B G_B(y_B)      (pointwise; the G_B independent under Q),
+
+    E_Q[U^-kappa] <= prod_B E_Q[G_B^-kappa],
+
+and each block moment is a bounded mean, ``G_B >= G_B(empty)`` (the weight of never
+participating in the block), certified from above by sampling the block alone (empirical
+Bernstein and Chernoff-KL, each at half the failure budget). With the Chernoff step of §10,
+
+    delta_add(eps) <= c_kappa e^{-kappa eps} prod_B M_B + beta,
+
+the verification's failure probability ``beta`` folded in as the engine folds its own (§7).
+The order kappa and the block length L are chosen on pilot draws, then verified on fresh ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+from minsep.accountants.add_bound import log_c
+from minsep.framework.errors import ConfigurationError
+from minsep.framework.montecarlo.bounds import kl_upper_confidence
+from minsep.framework.participation import ParticipationChain
+from minsep.framework.validation import check_range, number, positive_int
+
+__all__ = [
+    "BlockAddBound",
+    "BlockKind",
+    "block_factors",
+    "block_kinds",
+    "certify_block_bound",
+    "empirical_bernstein_upper",
+]
+
+#: Spawn-key head of the block draws: disjoint from the engine's streams (0, 1, ...).
+BLOCK_STREAM = 1 << 30
+#: Share of the target delta spent on the verification's failure probability beta.
+FAILURE_SHARE = 1e-3
+#: Orders kappa the pilot compares (any kappa > 0 is valid; one is verified).
+KAPPAS: tuple[float, ...] = tuple(0.25 * 2.0 ** (i / 2.0) for i in range(17))
+#: Block lengths the pilot compares, in multiples of b (capped at n).
+LENGTH_FACTORS: tuple[int, ...] = (4, 8, 16, 32)
+#: Sample-steps of the pilot per block length, and of the verification.
+PILOT_WORK = 2**22
+VERIFY_WORK = 2**26
+#: Rows per chunk of the forward pass (bounds memory: rows x (L + b) floats).
+CHUNK_ROWS = 2**15
+#: Relative inflation of the smallest block factor's inverse power (rounding of the pass).
+_RANGE_SLACK = 1e-9
+
+
+@attrs.frozen
+class BlockKind:
+    """One block law: ``length`` steps, participation allowed at steps ``< zone``, availability
+    law ``initial`` over the barred counts 0..b-1 at the block's start, ``count`` such blocks."""
+
+    length: int = attrs.field(validator=positive_int())
+    zone: int = attrs.field(validator=positive_int())
+    initial: tuple[float, ...]
+    count: int = attrs.field(validator=positive_int())
+
+    def log_empty(self, probability: float) -> float:
+        """``ln G_B(empty)``: the weight of declining every available step of the block."""
+        log1mp = math.log1p(-probability) if probability < 1.0 else -math.inf
+        terms = [
+            math.log(w) + max(self.length - a, 0) * log1mp
+            for a, w in enumerate(self.initial)
+            if w > 0.0
+        ]
+        top = max(terms)
+        if top == -math.inf:
+            return top
+        return top + math.log(sum(math.exp(t - top) for t in terms))
+
+
+def block_kinds(chain: ParticipationChain, length: int) -> list[BlockKind]:
+    """The block laws of ``chain`` cut into blocks of ``length`` (the last one takes the rest).
+
+    Every block but the last allows participation in its first ``length - b + 1`` steps, so a
+    participation's barred steps end inside it and the next block starts available; the first
+    block starts from the chain's initial law (cold: available), the others available.
+    """
+    n, b = chain.n_steps, chain.min_sep
+    if length < b:
+        raise ConfigurationError(
+            f"block_kinds.length = {length} is invalid: it must be at least min_sep = {b}"
+        )
+    cold = (1.0,) + (0.0,) * (b - 1)
+    first = tuple(float(x) for x in chain.initial_law())
+    blocks = max(n // length, 1)
+    last_length = n - (blocks - 1) * length
+    zone = length - b + 1
+    if blocks == 1:
+        return [BlockKind(n, n, first, 1)]
+    kinds: list[BlockKind] = []
+    middle = blocks - 2
+    if first != cold:
+        kinds.append(BlockKind(length, zone, first, 1))
+    else:
+        middle += 1
+    if middle > 0:
+        kinds.append(BlockKind(length, zone, cold, middle))
+    kinds.append(BlockKind(last_length, last_length, cold, 1))
+    return kinds
+
+
+def block_factors(
+    kind: BlockKind, coefficients: np.ndarray, sigma: float, probability: float, z: np.ndarray
+) -> np.ndarray:
+    """``ln G_B`` for each row of standard normals ``z`` (rows x ``kind.length``).
+
+    ``y = sigma z``; the column of step j is c cut at the block's end, ``g_j = exp(<c_j, z> /
+    sigma - ||c_j||^2 / (2 sigma^2))``; forward pass over "available at step t":
+    ``A[t + b] += p g_t A[t]`` (zone steps), ``A[t + 1] += (1 - p) A[t]``; ``G = sum A[>= L]``.
+    """
+    b = len(kind.initial)
+    k = coefficients.size
+    rows, length = z.shape
+    padded = np.concatenate([z, np.zeros((rows, k - 1))], axis=1)
+    dots = np.zeros((rows, kind.zone))
+    norms = np.zeros(kind.zone)
+    ones = np.concatenate([np.ones(length), np.zeros(k - 1)])
+    for i, c in enumerate(coefficients):
+        dots += c * padded[:, i : i + kind.zone]
+        norms += c * c * ones[i : i + kind.zone]
+    with np.errstate(over="ignore"):
+        g = np.exp(dots / sigma - norms / (2.0 * sigma * sigma))
+    p = probability
+    avail = np.zeros((rows, length + b))
+    avail[:, :b] = np.asarray(kind.initial)
+    for t in range(length):
+        here = avail[:, t]
+        if t < kind.zone:
+            avail[:, t + b] += p * g[:, t] * here
+        avail[:, t + 1] += (1.0 - p) * here
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        total = avail[:, length:].sum(axis=1)
+        return np.log(total)
+
+
+def empirical_bernstein_upper(
+    mean: float, variance: float, m: int, log_inverse_failure: float
+) -> float:
+    """Maurer-Pontil: for m i.i.d. [0, 1] samples with mean and unbiased variance,
+    ``E[X] <= mean + sqrt(2 V ln(2/beta) / m) + 7 ln(2/beta) / (3 (m - 1))`` w.p. 1 - beta."""
+    check_range("empirical_bernstein_upper", "m", m, low=2, integer=True)
+    log2b = math.log(2.0) + log_inverse_failure
+    return min(
+        mean + math.sqrt(2.0 * max(variance, 0.0) * log2b / m) + 7.0 * log2b / (3.0 * (m - 1)),
+        1.0,
+    )
+
+
+def _draw_log_factors(
+    kind: BlockKind,
+    coefficients: np.ndarray,
+    sigma: float,
+    probability: float,
+    rows: int,
+    seed: int,
+    key: tuple[int, ...],
+) -> np.ndarray:
+    """``ln G_B`` of ``rows`` fresh blocks; chunk i from ``SeedSequence(seed, key + (i,))``."""
+    out = np.empty(rows)
+    for i, start in enumerate(range(0, rows, CHUNK_ROWS)):
+        size = min(CHUNK_ROWS, rows - start)
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, i)))
+        z = rng.standard_normal((size, kind.length))
+        out[start : start + size] = block_factors(kind, coefficients, sigma, probability, z)
+    return out
+
+
+def _upper_log_moment(
+    log_g: np.ndarray, kappa: float, log_empty: float, log_inverse_failure: float
+) -> float:
+    """An upper confidence bound on ``ln E[G^-kappa]`` from draws ``log_g``: X = (G /
+    G(empty))^-kappa in [0, 1]; the smaller of the Bernstein and KL bounds, each at failure
+    ``beta / 2`` (``log_inverse_failure`` is ``ln(2 / beta)``)."""
+    log_range = -kappa * log_empty * (1.0 + _RANGE_SLACK) if log_empty < 0 else 0.0
+    x = np.exp(-kappa * log_g - log_range)
+    if not np.all(x <= 1.0):
+        raise ConfigurationError(
+            "block_add_bound: a block factor fell below its empty-pattern weight (rounding "
+            f"beyond {_RANGE_SLACK:g}); use the deterministic bound"
+        )
+    m = x.size
+    mean = float(np.mean(x))
+    variance = float(np.var(x, ddof=1))
+    upper = min(
+        empirical_bernstein_upper(mean, variance, m, log_inverse_failure),
+        kl_upper_confidence(mean, m, log_inverse_failure),
+    )
+    return math.log(max(upper, sys.float_info.min)) + log_range
+
+
+@attrs.frozen
+class BlockAddBound:
+    """``delta_add(eps) <= c_kappa e^{-kappa eps} e^{log_moment} + failure`` (docs/math.md
+    §10.1), at most ``(1 - e^eps pi(empty))_+`` (then without the failure term: exact).
+
+    Attributes:
+        kappa: the verified order.
+        log_moment: the certified upper bound on ``ln E_Q[U^-kappa]``.
+        failure: beta, the verification's failure probability (folded into delta).
+        log_no_participation: ``ln pi(empty)`` (inflated downward as §10 does).
+        block_length: L.
+        samples: verification draws per block law.
+    """
+
+    kappa: float = attrs.field(validator=number(low=0.0, low_open=True))
+    log_moment: float = attrs.field(validator=number())
+    failure: float = attrs.field(validator=number(low=0.0, high=1.0))
+    log_no_participation: float = attrs.field(validator=number(high=0.0))
+    block_length: int = attrs.field(validator=positive_int())
+    samples: int = attrs.field(validator=positive_int())
+
+    def delta(self, epsilon: float) -> float:
+        """An upper bound on ``delta_add(epsilon)`` (the failure folded in)."""
+        floor = max(0.0, -math.expm1(epsilon + self.log_no_participation))
+        if floor == 0.0:
+            return 0.0
+        log_chernoff = log_c(self.kappa) - self.kappa * epsilon + self.log_moment
+        return min(math.exp(min(log_chernoff, 0.0)) + self.failure, floor)
+
+    def epsilon(self, delta: float) -> float:
+        """An upper bound on the add direction's epsilon at ``delta``: the Chernoff epsilon at
+        ``delta - beta`` (none when ``delta <= beta``), capped by ``ln((1 - delta)/pi(empty))``."""
+        cap = max(0.0, math.log1p(-delta) - self.log_no_participation)
+        if delta <= self.failure:
+            return cap
+        chernoff = (
+            log_c(self.kappa) + self.log_moment - math.log(delta - self.failure)
+        ) / self.kappa
+        return max(min(chernoff, cap), 0.0)
+
+
+def _lengths(chain: ParticipationChain) -> list[int]:
+    n, b = chain.n_steps, chain.min_sep
+    lengths = sorted({min(f * b, n) for f in LENGTH_FACTORS})
+    return [length for length in lengths if length >= b]
+
+
+def _plan(
+    chain: ParticipationChain,
+    coefficients: np.ndarray,
+    sigma: float,
+    delta: float,
+    seed: int,
+    log_inverse_failure: float,
+    verify_rows: dict[int, int],
+) -> tuple[int, float]:
+    """``(L, kappa)`` with the smallest add epsilon at ``delta`` predicted from pilot draws
+    (the verification's slack predicted from the pilot's mean and variance)."""
+    p = chain.probability
+    best = (math.inf, _lengths(chain)[0], KAPPAS[0])
+    for index, length in enumerate(_lengths(chain)):
+        kinds = block_kinds(chain, length)
+        rows = max(PILOT_WORK // length, 256)
+        draws = [
+            (
+                kind,
+                _draw_log_factors(
+                    kind, coefficients, sigma, p, rows, seed, (BLOCK_STREAM, 0, index, j)
+                ),
+            )
+            for j, kind in enumerate(kinds)
+        ]
+        for kappa in KAPPAS:
+            log_moment = 0.0
+            for kind, log_g in draws:
+                log_empty = kind.log_empty(p)
+                log_range = -kappa * log_empty if log_empty < 0 else 0.0
+                x = np.exp(-kappa * log_g - log_range)
+                upper = empirical_bernstein_upper(
+                    float(np.mean(x)),
+                    float(np.var(x, ddof=1)),
+                    verify_rows[length],
+                    log_inverse_failure,
+                )
+                log_moment += kind.count * (math.log(max(upper, sys.float_info.min)) + log_range)
+            eps = (log_c(kappa) + log_moment - math.log(delta)) / kappa
+            if eps < best[0]:
+                best = (eps, length, kappa)
+    return best[1], best[2]
+
+
+def certify_block_bound(
+    chain: ParticipationChain,
+    coefficients: Sequence[float] | np.ndarray,
+    sigma: float,
+    delta: float,
+    seed: int = 0,
+) -> BlockAddBound:
+    """The sampled add-direction bound of docs/math.md §10.1 for a b-min-sep ``chain`` (Poisson
+    as b = 1) under banded Toeplitz ``coefficients`` with ``k <= b`` bands, at noise ``sigma``,
+    aimed at ``delta`` (its failure budget is ``FAILURE_SHARE * delta``).
+
+    Deterministic given its arguments: the pilot (L, kappa) and the verification draws come
+    from ``seed``'s block stream, never shared with the engine's.
+    """
+    return _certify(
+        chain,
+        tuple(float(c) for c in np.asarray(coefficients, dtype=np.float64)),
+        float(sigma),
+        float(delta),
+        int(seed),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _certify(
+    chain: ParticipationChain,
+    coefficients: tuple[float, ...],
+    sigma: float,
+    delta: float,
+    seed: int,
+) -> BlockAddBound:
+    owner = "certify_block_bound"
+    check_range(owner, "sigma", sigma, low=0.0, low_open=True)
+    check_range(owner, "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    c = np.asarray(coefficients, dtype=np.float64)
+    if c.size > chain.min_sep:
+        raise ConfigurationError(
+            f"{owner}.coefficients has {c.size} bands, which is invalid: the block bound needs "
+            f"bands <= min_sep = {chain.min_sep} (disjoint columns of one pattern)"
+        )
+    p = chain.probability
+    if p >= 1.0:
+        raise ConfigurationError(
+            f"{owner}.chain.probability = {p!r} is invalid: the block bound needs p < 1 "
+            "(with p = 1 the empty pattern has weight 0 and the block moments are unbounded)"
+        )
+    failure = FAILURE_SHARE * delta
+    kinds_count = 3  # at most three block laws share the budget, each split in two bounds
+    log_inverse_failure = math.log(2.0 * kinds_count / failure)
+    verify_rows_for = {length: max(VERIFY_WORK // length, 1024) for length in _lengths(chain)}
+    length, kappa = _plan(chain, c, sigma, delta, seed, log_inverse_failure, verify_rows_for)
+    rows = verify_rows_for[length]
+    log_moment = 0.0
+    for j, kind in enumerate(block_kinds(chain, length)):
+        log_g = _draw_log_factors(kind, c, sigma, p, rows, seed, (BLOCK_STREAM, 1, j))
+        log_moment += kind.count * _upper_log_moment(
+            log_g, kappa, kind.log_empty(p), log_inverse_failure
+        )
+    return BlockAddBound(
+        kappa=kappa,
+        log_moment=log_moment,
+        failure=failure,
+        log_no_participation=max(
+            min(chain.log_no_participation(), 0.0) * (1.0 + 1e-10), -sys.float_info.max
+        ),
+        block_length=length,
+        samples=rows,
+    )
