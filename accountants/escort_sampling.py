@@ -46,6 +46,12 @@ CHUNK_ELEMENTS = 1 << 24
 #: The escort rate probe stops at a probe this long (seconds) or this many draws.
 PROBE_SECONDS = 0.1
 PROBE_DRAWS = 2048
+#: A forward pass at least this long (seconds) is slow enough that the probe times one call of
+#: PROBE_DRAWS draws at once instead of growing the draws call by call (each call repeats it).
+SLOW_PASS_SECONDS = 0.5
+#: Rates measured in this process, per (model, order, max_states): a model's rates do not
+#: depend on sigma, and a question asks for them twice (the route and the plan line).
+_MEASURED: dict[tuple[int, int, int], tuple[object, tuple[float, float]]] = {}
 
 
 @attrs.frozen
@@ -192,8 +198,22 @@ def measure_escort_seconds(
     warm-up compiles the backward walk; then one draw and ``8, 32, 128, ...`` draws are timed
     until the draws beyond the first take :data:`PROBE_SECONDS` and at least the one-draw time
     (so that its jitter cannot swamp them), or :data:`PROBE_DRAWS` is reached; the time per
-    draw is never taken below a quarter of the last probe's average. The escort
-    engine's rates for plans, in place of the plain engine's probe."""
+    draw is never taken below a quarter of the last probe's average. Where one pass takes
+    :data:`SLOW_PASS_SECONDS` or more, the probe goes straight to :data:`PROBE_DRAWS` draws
+    (every call repeats the pass, so growing the draws would cost several passes). Measured
+    once per model, order and ``max_states`` in a process. The escort engine's rates for
+    plans, in place of the plain engine's probe."""
+    key = (id(model), setup.order, max_states)
+    cached = _MEASURED.get(key)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    rates = _probe(model, setup, max_states)
+    _MEASURED[key] = (model, rates)
+    return rates
+
+
+def _probe(model: PrivacyLossModel, setup: EscortSetup, max_states: int) -> tuple[float, float]:
+    """The timing of :func:`measure_escort_seconds` (no cache)."""
     quiet = EngineConfig(progress=False)
 
     def timed(size: int) -> float:  # CPU time of this process: robust to other load
@@ -204,8 +224,10 @@ def measure_escort_seconds(
         )  # fmt: skip
         return time.process_time() - start
 
-    timed(1)
-    fixed, size = timed(1), 8
+    warm_up = timed(1)
+    fixed, size = (warm_up, PROBE_DRAWS) if warm_up >= 4 * SLOW_PASS_SECONDS else (timed(1), 8)
+    if fixed >= SLOW_PASS_SECONDS:
+        size = PROBE_DRAWS
     while True:
         seconds = timed(size)
         # the draws must outweigh the fixed cost, else its jitter swamps them

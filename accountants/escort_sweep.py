@@ -4,8 +4,10 @@ The walk itself is the engine's (:func:`~minsep.framework.montecarlo.calibration
 calibrate_sweep`); this plan says, per sweep entry, its observed delta and whether it passed:
 escort draws of ``W / s*`` on the entry's own escort (one order and one scale ``s*`` for the
 whole sweep, so one Fact 4.2 event covers it), or the order-lam bound alone where ``s_i <=
-delta``, and the add direction by route ``"exact zero"``, the §10 bound per entry, or plain add
-draws shared by the sweep; an entry no route settles fails.
+delta``, and the add direction by route ``"exact zero"``, the §10 bound per entry, plain add
+draws shared by the sweep where they fit, else (route ``"block bound"``) per entry the §10 bound
+or the sampled block bound of docs/math.md §10.1 at that sigma, computed when the walk reaches
+the entry; an entry no route settles fails.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from minsep.accountants.escort_add import add_bound, add_threshold
+from minsep.accountants.escort_add import add_bound, add_threshold, chosen_add_bound
 from minsep.accountants.escort_sampling import EscortSampler
 from minsep.accountants.escort_setup import EscortSetup, escort_base_delta, support_scale
 from minsep.framework.interfaces import Direction, PrivacyLossModel
@@ -53,8 +55,10 @@ def escort_sweep(
     settled = [handled == "exact zero"] * len(sweep)
     if handled == "plain":
         settled = [add_bound(model, s).delta(eps) <= delta for s in sweep]
-        if all(settled) or not add_fits:
-            handled = "deterministic"  # entries the bound does not settle then fail
+        if all(settled):
+            handled = "deterministic"
+        elif not add_fits:
+            handled = "block bound"  # per entry when walked: §10, else §10.1, else it fails
     add_tally = None
     add_base = math.nan
     failure = verification_failure(samples, x_b)
@@ -131,10 +135,21 @@ class EscortSweep:
             add_mean = self.add_tally.delta(index, 0)
             observed = max(observed, add_mean)
             passed = passed and add_mean <= self.add_base
-        elif not self.settled[index]:  # no plain add draws: the add direction has no route
-            observed = max(observed, add_bound(self.model, self.sweep[index]).delta(eps))
-            passed = False
+        elif not self.settled[index]:  # no plain add draws: the bounds of §10 and §10.1
+            add_delta = self._bounded_add_delta(index)
+            observed = max(observed, add_delta)
+            passed = passed and add_delta <= self.delta
         return observed, passed
+
+    def _bounded_add_delta(self, index: int) -> float:
+        """The add direction's delta at entry ``index`` by §10, else §10.1 where it is smaller
+        (:func:`~.escort_add.chosen_add_bound`, from this sweep's seed), when the route is
+        ``"block bound"``; the §10 bound alone otherwise."""
+        sigma, eps = self.sweep[index], self.epsilon
+        if self.info.add != "block bound":
+            return add_bound(self.model, sigma).delta(eps)
+        _, bound = chosen_add_bound(self.model, sigma, self.delta, self.seed, eps)
+        return bound.delta(eps)
 
     def unchecked(self, index: int) -> float:
         return math.nan

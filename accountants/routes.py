@@ -131,8 +131,7 @@ def add_needs_sampling(
     Not at or above ``ln(1 / pi(empty))`` (exactly 0, docs/rdp-escort.md §8), nor, at a known
     ``sigma`` and ``delta``, where the bound the run would use suffices (the deterministic one
     of docs/math.md §10, or with a ``seed`` also the sampled block bound of §10.1 from it,
-    :func:`~minsep.accountants.escort_add.chosen_add_bound`; calibration sweeps use the
-    deterministic one only): its
+    :func:`~minsep.accountants.escort_add.chosen_add_bound`): its
     delta at ``epsilon`` is at most ``delta``, or its epsilon at ``delta`` is at most
     ``epsilon * (1 + slack)`` (an epsilon question releases the larger of the two directions'
     epsilons, so the bound then costs at most the ``slack`` fraction).
@@ -235,10 +234,9 @@ def _add_first(
     return _add_reason(model, epsilon, sigma)
 
 
-def _route_seed(accountant: Asker, question: str) -> int | None:
-    """The seed of the block bound the run would use (None: calibration, deterministic only)."""
-    if question == "calibrate":
-        return None
+def _route_seed(accountant: Asker, question: str) -> int:
+    """The seed of the block bound the run would use (0 when the run draws fresh entropy: the
+    route is a planning rule, any seed serves it)."""
     return accountant.seed if accountant.seed is not None else 0
 
 
@@ -366,7 +364,7 @@ def choose_route(
             else:
                 add = "exact zero"
                 if epsilon < add_threshold(model):
-                    add = "deterministic (§10)" if seed is None else "bounded (§10, §10.1)"
+                    add = "bounded (§10, §10.1)"
                 m = escort_samples(delta, log_s, precision, candidates)
                 pilot = accountant.pilot_samples or max(m // 4, 1000)
                 seconds = _escort_seconds(accountant, model, question, m, pilot, rates)
