@@ -420,8 +420,10 @@ class EscortProposal:
         ``Z_lam`` is non-increasing in sigma (adding independent Gaussian noise is one Markov
         kernel applied to both P and Q, so the Renyi divergence cannot grow), hence the largest
         bound of an order is its bound at the smallest runnable sigma; orders are compared
-        there. The choice only affects cost, never soundness: the scale is still the maximum
-        over every entry, computed for the chosen order.
+        there (ties: the smaller order, :func:`~.escort_setup.choose_setup`). So whenever some
+        order's bound is at most 1 at every runnable entry, the chosen order's is too, and no
+        entry is refused for it. The choice only affects cost, never soundness: the scale is
+        still the maximum over every entry, computed for the chosen order.
         """
         return self._order_over(model, self.runnable(model, sweep), float(epsilon))
 
