@@ -51,6 +51,25 @@ def test_candidates_are_placed_for_the_samples_verified(seed: int) -> None:
     assert direct.checks[0].base == sized.checks[0].base
 
 
+def test_plain_add_draws_keep_every_sample_and_its_placement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the add direction needs plain draws they verify on all the samples offered, so
+    the remove candidates are placed for all of them, as without a precision."""
+
+    def plain_route(
+        self: EscortProposal, model: object, asked: EpsilonQuestion, candidates: list[float]
+    ) -> tuple[str, list[float], None]:
+        return "plain", candidates, None
+
+    monkeypatch.setattr(EscortProposal, "_add_route", plain_route)
+    offered = question(200_000, 0)
+    sized = EscortProposal(precision=0.05).plan_epsilon(dp_sgd(), offered)
+    direct = EscortProposal().plan_epsilon(dp_sgd(), offered)
+    assert sized.samples == direct.samples == 200_000
+    assert sized.candidates == direct.candidates
+
+
 def test_sized_samples_take_the_margin_of_the_formula() -> None:
     """``ESCORT_MARGIN`` times ``min_samples(delta^(1 + r) / s, delta / s, R)``, capped by the
     samples offered and floored at the pilot's; the pilot's alone when ``s <= delta``."""
