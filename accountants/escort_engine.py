@@ -88,6 +88,7 @@ from minsep.framework.validation import check_range
 __all__ = [
     "CHUNK_ELEMENTS",
     "DEFAULT_ORDERS",
+    "ESCORT_MARGIN",
     "PLAIN_ADD_LIMIT",
     "EscortChunkTask",
     "EscortProposal",
@@ -105,6 +106,11 @@ __all__ = [
 PILOT_GRID = 2001
 #: Bisection steps of the escort's sweep-centring pilot (:meth:`EscortProposal.locate`).
 LOCATE_STEPS = 14
+#: The planning formula ``min_samples(delta^(1 + r) / s, delta / s, R)`` alone gives a gap
+#: above r (the pilot's noise and the candidate ladder: the accepted candidate often sits at
+#: the ladder's second rung); an escort run sized by precision takes this multiple
+#: (docs/rdp-escort.md §8, cost).
+ESCORT_MARGIN = 3
 
 
 @attrs.frozen
@@ -116,10 +122,12 @@ class EscortProposal:
             ``s_lam(eps)`` among ``orders``, eps from a pilot).
         orders: the orders the automatic choice considers.
         max_states: memory budget of the forward pass (entries of its state array).
-        precision: when set, an epsilon question verifies on the fewest samples (at most
+        precision: when set, an epsilon question verifies on the samples (at most
             ``samples``) that reach this relative precision once the pilot has fixed the
-            support bound s*: ``min_samples(delta^(1 + r) / s*, delta / s*)`` (docs/math.md
-            §7.3 in units of s*); chosen before any verification draw, so Fact 4.2 holds.
+            support bound ``s = s_lam(eps_hat)``: :data:`ESCORT_MARGIN` times
+            ``min_samples(delta^(1 + r) / s, delta / s)`` (docs/math.md §7.3 in units of s;
+            :meth:`sized_samples`), and its candidates are placed for those samples; chosen
+            before any verification draw, so Fact 4.2 holds.
             When such a run would sample the add direction on more than
             :data:`PLAIN_ADD_LIMIT` draws or more than ``samples``, the bound of docs/math.md
             §10 certifies it instead and may then bind (the candidates are raised to its
@@ -180,8 +188,10 @@ class EscortProposal:
     def plan_epsilon(self, model: PrivacyLossModel, question: EpsilonQuestion) -> EpsilonPlan:
         """Plan an epsilon question: escort draws for the remove direction.
 
-        Pilot (stream 0) on a grid of epsilons up to the order's RDP bound; candidates at
-        ``kappa_r`` times the base delta, raised to what the add direction's route needs
+        Pilot (stream 0) on a grid of epsilons up to the order's RDP bound; the verification
+        samples (:meth:`sized_samples`; all of ``samples`` when the add direction needs plain
+        draws); candidates at ``kappa_r`` times the base delta of those samples
+        (:class:`_Placement`), raised to what the add direction's route needs
         (:meth:`_add_route`); one scale ``s* = s_lam(smallest candidate)``; the remove route
         accepts candidate r iff the mean of ``W / s*`` is at most ``x_b = base_delta(samples,
         delta / s*, R)`` (no draws when ``s* <= delta``: the RDP bound alone certifies).
@@ -199,19 +209,21 @@ class EscortProposal:
                 model, setup, delta, pilot_samples, seed, config, " 2"
             )
         log_guess = setup.log_support(estimate)
-        norm_guess = min(delta * math.exp(-log_guess), 0.5)
-        target = base_delta(samples, norm_guess, candidates=count) * math.exp(log_guess)
-        proposed = [_first_below(grid, means, k * target) for k in fractions]
-        add, proposed, add_check, add_limit = self._add_route(model, question, proposed)
+        sized = self.sized_samples(samples, pilot_samples, delta, log_guess, count)
+        place = _Placement(grid, means, fractions, delta, log_guess, count)
+        first = sized if log_guess > math.log(delta) else samples  # s <= delta: no draws
+        add, proposed, add_check, add_limit = self._add_route(
+            model, question, place.candidates(first)
+        )
+        if add == "plain" and first != samples:  # plain add draws verify on all the samples
+            add, proposed, add_check, add_limit = self._add_route(
+                model, question, place.candidates(samples)
+            )
+        if add != "plain":
+            samples = sized
         candidates = tuple(float(x) for x in np.maximum.accumulate(proposed) if math.isfinite(x))
         log_scale = setup.log_support(candidates[0]) if candidates else 0.0
         scale = support_scale(log_scale, setup.order, candidates[0] if candidates else math.nan)
-        if self.precision is not None and add != "plain":
-            wanted = pilot_samples  # scale <= delta: the RDP bound alone certifies, no draws
-            if scale > delta:
-                norm = min(delta / scale, 0.5)
-                wanted = min_samples(norm * delta**self.precision, norm, candidates=count)
-            samples = max(min(samples, wanted), pilot_samples, 2)
         remove = Verification(scale, 1.0)  # scale <= delta: the order-lam RDP bound certifies
         if scale > delta:
             sampler = EscortSampler(model, setup, log_scale, config, self.max_states)
@@ -231,6 +243,25 @@ class EscortProposal:
                 f"{scale / delta:.3g} x delta); more samples may certify it."
             ),
         )
+
+    def sized_samples(
+        self, samples: int, pilot_samples: int, delta: float, log_support: float, count: int
+    ) -> int:
+        """The verification samples of an epsilon question whose remove direction is verified
+        against the support bound ``s = e^log_support``: ``samples`` without a ``precision``,
+        else the fewest (at most ``samples``, at least ``pilot_samples``) with base delta
+        ``delta^(1 + r)`` in units of s: ``min_samples(delta^(1 + r) / s, delta / s, R)``
+        (docs/math.md §7.3, docs/rdp-escort.md §8); ``pilot_samples`` when ``s <= delta`` (the
+        order-lam RDP bound alone certifies, no draws). A planning rule: it never enters the
+        guarantee."""
+        if self.precision is None:
+            return samples
+        wanted = pilot_samples
+        if log_support > math.log(delta):
+            norm = min(delta * math.exp(-log_support), 0.5)
+            need = min_samples(norm * delta**self.precision, norm, candidates=count)
+            wanted = ESCORT_MARGIN * need
+        return max(min(samples, wanted), pilot_samples, 2)
 
     def _add_route(
         self, model: PrivacyLossModel, question: EpsilonQuestion, candidates: list[float]
@@ -399,8 +430,10 @@ class EscortProposal:
         ``Z_lam`` is non-increasing in sigma (adding independent Gaussian noise is one Markov
         kernel applied to both P and Q, so the Renyi divergence cannot grow), hence the largest
         bound of an order is its bound at the smallest runnable sigma; orders are compared
-        there. The choice only affects cost, never soundness: the scale is still the maximum
-        over every entry, computed for the chosen order.
+        there (ties: the smaller order, :func:`~.escort_setup.choose_setup`). So whenever some
+        order's bound is at most 1 at every runnable entry, the chosen order's is too, and no
+        entry is refused for it. The choice only affects cost, never soundness: the scale is
+        still the maximum over every entry, computed for the chosen order.
         """
         return self._order_over(model, self.runnable(model, sweep), float(epsilon))
 
@@ -512,6 +545,28 @@ class EscortProposal:
         mean, se = pooled.value, pooled.std_error
         scale = support_scale(log_scale, setup.order, float(epsilon))
         return mean * scale, se * scale, setup
+
+
+@attrs.frozen
+class _Placement:
+    """Where an epsilon question's remove candidates go, from the escort pilot's estimates
+    ``means`` on ``grid``: candidate r is the first grid epsilon whose estimate is at most
+    ``kappa_r`` times the base delta that ``samples`` verification draws will accept at,
+    ``base_delta(samples, delta / s, R) s`` with ``s = e^log_support`` the pilot's support
+    bound. The samples must be those the verification uses: candidates placed for more draws
+    than are then drawn sit above the acceptance level and fail."""
+
+    grid: np.ndarray
+    means: np.ndarray
+    fractions: tuple[float, ...]
+    delta: float
+    log_support: float
+    count: int
+
+    def candidates(self, samples: int) -> list[float]:
+        norm = min(self.delta * math.exp(-self.log_support), 0.5)
+        target = base_delta(samples, norm, candidates=self.count) * math.exp(self.log_support)
+        return [_first_below(self.grid, self.means, k * target) for k in self.fractions]
 
 
 def _first_below(grid: np.ndarray, means: np.ndarray, level: float) -> float:

@@ -118,8 +118,10 @@ def escort_setups(
 
 
 def choose_setup(setups: Sequence[EscortSetup], epsilon: float) -> EscortSetup:
-    """The order with the smallest support bound ``s_lam(eps)`` (fewest samples needed)."""
-    return min(setups, key=lambda s: s.log_support(epsilon))
+    """The order with the smallest support bound ``s_lam(eps)`` (fewest samples needed: the
+    samples depend on the order only through ``s``); on a tie the smaller order (its forward
+    pass and draws carry fewer states, ``(b + 1)^lam``), whatever order ``setups`` lists."""
+    return min(setups, key=lambda s: (s.log_support(epsilon), s.order))
 
 
 def support_scale(log_scale: float, order: int, epsilon: float) -> float:

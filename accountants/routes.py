@@ -38,6 +38,7 @@ from minsep.accountants.escort_add import AddBound, add_bound, chosen_add_bound
 from minsep.accountants.escort_engine import (
     CHUNK_ELEMENTS,
     DEFAULT_ORDERS,
+    ESCORT_MARGIN,
     EscortProposal,
     add_threshold,
     choose_setup,
@@ -65,9 +66,6 @@ __all__ = [
 
 #: Claims verified per question (the union bound of docs/math.md §7).
 CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
-#: The planning formula underestimates the escort's need 2-4x (it ignores the pilot's noise and
-#: the candidate ladder; docs/rdp-escort.md §8, cost): the samples planned are this multiple.
-ESCORT_MARGIN = 3
 #: Escort draws of the routing pilot (it only estimates; it never certifies).
 ROUTE_PILOT = 1_000
 #: The fewest escort samples a time limit may cut a run to, as a fraction of those planned.

@@ -13,6 +13,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from minsep.accountants.escort_engine import (
     DEFAULT_ORDERS,
     EscortProposal,
+    EscortSetup,
     choose_setup,
     escort_setups,
 )
@@ -122,3 +123,23 @@ def test_auto_calibration_falls_back_when_the_sweep_defeats_the_escort(
 
 def dp_sgd_pair() -> tuple[BMinSep, BandedToeplitz]:
     return BMinSep.from_rate(N, P, min_sep=1), BandedToeplitz.optimal(N, 1)
+
+
+def test_sweep_order_breaks_ties_by_the_smaller_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Equal support bounds need equal samples: the smaller order (fewer states) is chosen,
+    whatever order the proposal lists its orders in."""
+    monkeypatch.setattr(EscortSetup, "log_support", lambda self, epsilon: -5.0)
+    for orders in ((8, 3, 5), (5, 8, 3)):
+        assert EscortProposal(orders=orders).sweep_order(dp_sgd(), SWEEP, EPSILON) == 3
+
+
+def test_sweep_order_is_compared_at_every_entry() -> None:
+    """The chosen order's largest bound over the sweep is the smallest of every order's (by
+    brute force over all entries, not only the smallest sigma), for sweeps in both regimes."""
+    for sweep, epsilon in ((SWEEP, EPSILON), ((1.2, 0.9, 0.7), 2.0), ((0.8, 0.75), 6.0)):
+        model, worst = dp_sgd(), {}
+        for lam in DEFAULT_ORDERS:
+            bounds = [escort_setups(model, s, (lam,))[0].log_support(epsilon) for s in sweep]
+            worst[lam] = max(bounds)
+        order = EscortProposal().sweep_order(model, sweep, epsilon)
+        assert worst[order] == min(worst.values()), (sweep, worst)
