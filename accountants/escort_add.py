@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import math
 
-from minsep.accountants.add_bound import (
-    AddDirectionBound,
-    banded_operator_norm_upper,
-    chain_add_bound,
-)
-from minsep.accountants.escort_setup import INFLATE, escort_target
+from minsep.accountants.add_bound import AddDirectionBound
+from minsep.accountants.escort_setup import INFLATE, escort_law
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.bounds import base_delta
@@ -39,17 +35,14 @@ PLAIN_ADD_LIMIT = 10**7
 
 def add_threshold(model: PrivacyLossModel) -> float:
     """``ln(1 / pi(empty))`` (inflated): at or above it the add direction's delta is 0."""
-    chain = escort_target("add_threshold", model).participation_chain()
-    value = -chain.log_no_participation()
+    value = -escort_law("add_threshold", model).log_no_participation()
     return value * (1.0 + INFLATE) if math.isfinite(value) else math.inf
 
 
 def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
-    """The deterministic add-direction bound of docs/math.md §10 for the escort's model."""
-    target = escort_target("add_bound", model)
-    chain = target.participation_chain()
-    norm = banded_operator_norm_upper(target.coefficients, chain.n_steps)
-    return chain_add_bound(chain, norm, sigma)
+    """The deterministic add-direction bound of docs/math.md §10 for the escort's model (its
+    law's: :meth:`~.escort_law.EscortLaw.add_bound`)."""
+    return escort_law("add_bound", model).add_bound(sigma)
 
 
 def plain_add_fits(samples: int, delta: float, candidates: int, precision: float | None) -> bool:
