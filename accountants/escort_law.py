@@ -20,6 +20,7 @@ Q / Z_lam`` of a mixture of Gaussians ``N(C x, sigma^2 I)``, so the weight ``W``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import attrs
@@ -44,6 +45,10 @@ __all__ = ["PHASE_MAX_WORK", "ChainEscortLaw", "EscortLaw", "PhaseEscortLaw"]
 #: default ``max_work``): each escort sampling call runs it, so an order beyond it is skipped
 #: (b = 8, n = 1024: orders 2-4).
 PHASE_MAX_WORK = 2**25
+
+
+def _float_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
 
 
 class EscortLaw(Protocol):
@@ -86,9 +91,7 @@ class ChainEscortLaw:
     ``||C||_op`` bounded by Collatz-Wielandt."""
 
     chain: ParticipationChain
-    coefficients: np.ndarray = attrs.field(
-        converter=lambda c: np.asarray(c, dtype=np.float64), eq=False
-    )
+    coefficients: np.ndarray = attrs.field(converter=_float_array, eq=False)
 
     @property
     def n_steps(self) -> int:
@@ -130,9 +133,7 @@ class PhaseEscortLaw:
     too, where the ``rdp`` accountant uses Poisson's closed form)."""
 
     mixture: PhaseMixture
-    coefficients: np.ndarray = attrs.field(
-        converter=lambda c: np.asarray(c, dtype=np.float64), eq=False
-    )
+    coefficients: np.ndarray = attrs.field(converter=_float_array, eq=False)
 
     @property
     def n_steps(self) -> int:

@@ -71,7 +71,9 @@ def exact_epsilon(sigma: float, delta: float, coefficients: tuple[float, ...] = 
     low, high = 0.0, 20.0
     for _ in range(50):
         mid = 0.5 * (low + high)
-        low, high = (mid, high) if max(exact_deltas(sigma, mid, coefficients)) > delta else (low, mid)
+        low, high = (
+            (mid, high) if max(exact_deltas(sigma, mid, coefficients)) > delta else (low, mid)
+        )
     return high
 
 
