@@ -62,3 +62,13 @@ def test_a_model_without_an_escort_law_is_refused_by_name() -> None:
     assert EscortProposal().unavailable(model) == f"{type(model).__name__} has no escort law"
     with pytest.raises(ConfigurationError, match="escort_law"):
         escort_setups(model, 1.0)
+
+
+def test_one_phase_is_poisson() -> None:
+    """b = 1: the phase law's pass gives Poisson's ln Z (the chain's closed form)."""
+    phase = CyclicPoisson(n_steps=50, rate=0.05, min_sep=1, partition="random")
+    poisson = BMinSep(n_steps=50, rate=0.05, min_sep=1, warm_start=False)
+    one = BandedToeplitz(coefficients=(1.0,))
+    mixed = escort_setups(phase.loss_model(one), 0.7, (2, 3, 4))
+    chained = escort_setups(poisson.loss_model(one), 0.7, (2, 3, 4))
+    assert [s.log_z for s in mixed] == pytest.approx([s.log_z for s in chained], rel=1e-12)
