@@ -13,13 +13,9 @@ from __future__ import annotations
 
 import math
 
-from minsep.accountants.add_bound import (
-    AddDirectionBound,
-    banded_operator_norm_upper,
-    chain_add_bound,
-)
-from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
-from minsep.accountants.escort_setup import INFLATE, escort_target
+from minsep.accountants.add_bound import AddDirectionBound
+from minsep.accountants.block_add_bound import BlockAddBound
+from minsep.accountants.escort_setup import INFLATE, escort_law
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.bounds import base_delta
@@ -47,17 +43,14 @@ PLAIN_ADD_LIMIT = 10**7
 
 def add_threshold(model: PrivacyLossModel) -> float:
     """``ln(1 / pi(empty))`` (inflated): at or above it the add direction's delta is 0."""
-    chain = escort_target("add_threshold", model).participation_chain()
-    value = -chain.log_no_participation()
+    value = -escort_law("add_threshold", model).log_no_participation()
     return value * (1.0 + INFLATE) if math.isfinite(value) else math.inf
 
 
 def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
-    """The deterministic add-direction bound of docs/math.md §10 for the escort's model."""
-    target = escort_target("add_bound", model)
-    chain = target.participation_chain()
-    norm = banded_operator_norm_upper(target.coefficients, chain.n_steps)
-    return chain_add_bound(chain, norm, sigma)
+    """The deterministic add-direction bound of docs/math.md §10 for the escort's model (its
+    law's: :meth:`~.escort_law.EscortLaw.add_bound`)."""
+    return escort_law("add_bound", model).add_bound(sigma)
 
 
 def chosen_add_bound(
@@ -75,12 +68,8 @@ def chosen_add_bound(
     epsilon = bound.epsilon(delta)
     if epsilon <= needed:
         return "deterministic", bound
-    target = escort_target("chosen_add_bound", model)
-    chain = target.participation_chain()
-    if chain.probability >= 1.0 or len(target.coefficients) > chain.min_sep:
-        return "deterministic", bound
-    block = certify_block_bound(chain, target.coefficients, sigma, delta, seed)
-    if block.epsilon(delta) < epsilon:
+    block = escort_law("chosen_add_bound", model).sampled_add_bound(sigma, delta, seed)
+    if block is not None and block.epsilon(delta) < epsilon:
         return "block bound", block
     return "deterministic", bound
 

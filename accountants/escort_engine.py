@@ -161,17 +161,17 @@ class EscortProposal:
 
     def unavailable(self, model: PrivacyLossModel) -> str | None:
         """Why this escort cannot serve ``model`` at any sigma (None when it may): the model
-        has no participation chain, or no order's state array ``(b + 1)^lam`` fits
-        ``max_states``. Sigma-dependent refusals (a pass that overflows, a support bound above
+        has no escort law (:mod:`.escort_law`), or no order is affordable (its state array fits
+        ``max_states``). Sigma-dependent refusals (a pass that overflows, a support bound above
         1) are only known at a sigma: :meth:`setups`, :meth:`sweep_plan`."""
         if not isinstance(model, EscortTarget):
-            return f"{type(model).__name__} has no participation chain"
+            return f"{type(model).__name__} has no escort law"
         orders = self.orders if self.order is None else (self.order,)
-        min_sep = model.participation_chain().min_sep
-        if all(moments.stored_states(min_sep, lam) > self.max_states for lam in orders):
+        law = model.escort_law()
+        if not any(law.affordable(lam, self.max_states) for lam in orders):
             return (
-                f"no order of {tuple(orders)} fits max_states = {self.max_states} at min-sep "
-                f"{min_sep} ((b + 1)^lam states)"
+                f"no order of {tuple(orders)} fits max_states = {self.max_states} at "
+                f"{law.budget_note}"
             )
         return None
 

@@ -18,8 +18,8 @@ import attrs
 import numpy as np
 
 from minsep.accountants import rdp_moments as moments
-from minsep.accountants.escort import escort_outputs, log_escort_weight, sample_escort_counts
-from minsep.accountants.escort_setup import EscortSetup, escort_target
+from minsep.accountants.escort import escort_outputs, log_escort_weight
+from minsep.accountants.escort_setup import EscortSetup, escort_law, escort_target
 from minsep.framework.errors import MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
@@ -83,14 +83,11 @@ class EscortChunkTask(ChunkTask):
         """Draw chunk ``index`` from the escort and return its tally."""
         size = self.chunk_length(index)
         target = escort_target("EscortChunkTask", self.model)
-        chain = target.participation_chain()
-        c = np.asarray(target.coefficients, dtype=np.float64)
+        law = target.escort_law()
         sigma = self.sigmas[0]
         rng = np.random.default_rng(chunk_seed(self.seed, self.stream, index, Direction.REMOVE))
-        draw = sample_escort_counts(
-            chain, c, sigma, self.order, size, rng, max_states=self.max_states
-        )
-        outputs = escort_outputs(draw.counts, c, sigma, rng)
+        draw = law.sample(sigma, self.order, size, rng, self.max_states)
+        outputs = escort_outputs(draw.counts, law.coefficients, sigma, rng)
         log_u = np.asarray(target.log_ratio_at(outputs, sigma, np), dtype=np.float64)
         if np.isnan(log_u).any():
             raise MinsepError("log_ratio_at returned NaN on escort draws")
@@ -131,7 +128,7 @@ def escort_sample(
     :data:`CHUNK_ELEMENTS` float64s.
     """
     config = config or EngineConfig()
-    n = escort_target("escort_sample", model).participation_chain().n_steps
+    n = escort_law("escort_sample", model).n_steps
     chunk = max(1, min(config.chunk_size, CHUNK_ELEMENTS // n))
     task = EscortChunkTask(
         model,

@@ -1,7 +1,8 @@
 """Which escort serves a question: the order lam, its ``ln Z_lam`` and support bound.
 
-docs/rdp-escort.md §8. For b-min-sep BandMF (Poisson as b = 1) the escort ``R_lam`` of order
-lam has normaliser ``Z_lam`` (one forward pass, :mod:`.rdp_moments`), inflated by
+docs/rdp-escort.md §8. The escort ``R_lam`` of order lam of a model's participation law
+(:mod:`.escort_law`: b-min-sep BandMF, Poisson as b = 1, random-phase cyclic Poisson) has
+normaliser ``Z_lam`` (one forward pass of the law), inflated by
 :data:`INFLATE` so that every bound derived from it errs upward; the importance weight of a
 draw is bounded by ``s_lam(eps)`` (:func:`~minsep.accountants.escort.log_support_bound`). The
 order with the smallest bound needs the fewest samples (:func:`choose_setup`).
@@ -14,14 +15,13 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
-import numpy as np
 
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.escort import log_support_bound
+from minsep.accountants.escort_law import EscortLaw
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo.bounds import base_delta
-from minsep.framework.participation import ParticipationChain
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -30,6 +30,7 @@ __all__ = [
     "EscortTarget",
     "choose_setup",
     "escort_base_delta",
+    "escort_law",
     "escort_setups",
     "escort_target",
     "support_scale",
@@ -42,29 +43,32 @@ DEFAULT_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8)
 INFLATE = 1e-10
 
 
-class _Target(Protocol):
-    coefficients: tuple[float, ...]
+@runtime_checkable
+class EscortTarget(Protocol):
+    """A loss model the escort can serve: its :class:`~.escort_law.EscortLaw` (b-min-sep
+    BandMF with b >= bands, Poisson as b = 1, random-phase cyclic Poisson) and its ``ln u``."""
 
-    def participation_chain(self) -> ParticipationChain: ...
+    def escort_law(self) -> EscortLaw: ...
 
     def log_ratio_at(
         self, outputs: Any, sigma: float, xp: Any, kernels: str | None = None
     ) -> Any: ...
 
 
-@runtime_checkable
-class EscortTarget(_Target, Protocol):
-    """A loss model the escort can serve: BandMF with a b-min-sep chain (b >= bands)."""
-
-
 def escort_target(owner: str, model: PrivacyLossModel) -> EscortTarget:
     if not isinstance(model, EscortTarget):
         raise ConfigurationError(
             f"{owner}.model = {type(model).__name__} is invalid: the escort proposal needs a "
-            "loss model with participation_chain(), coefficients and log_ratio_at() (b-min-sep "
-            "BandMF, including Poisson as b = 1); use proposal 'plain'"
+            "loss model with escort_law() and log_ratio_at() (b-min-sep BandMF, Poisson, "
+            "random-phase cyclic Poisson); use proposal 'plain'"
         )
     return model
+
+
+def escort_law(owner: str, model: PrivacyLossModel) -> EscortLaw:
+    """The participation law of ``model`` the escort samples (ConfigurationError naming
+    ``owner`` when it has none)."""
+    return escort_target(owner, model).escort_law()
 
 
 @attrs.frozen
@@ -97,22 +101,20 @@ def escort_setups(
     Orders whose state array exceeds ``max_states`` or whose pass would overflow at this sigma
     are skipped; ConfigurationError when none is left.
     """
-    target = escort_target("escort_setups", model)
-    chain = target.participation_chain()
-    c = np.asarray(target.coefficients, dtype=np.float64)
+    law = escort_law("escort_setups", model)
     out = []
     for lam in orders:
-        if moments.stored_states(chain.min_sep, int(lam)) > max_states:
+        if not law.affordable(int(lam), max_states):
             continue
         try:
-            log_z = moments.log_moment(chain, c, sigma, int(lam), max_states=max_states)
+            log_z = law.log_moment(sigma, int(lam), max_states)
         except ConfigurationError:
             continue
         out.append(EscortSetup(float(sigma), int(lam), log_z + INFLATE * abs(log_z) + 1e-300))
     if not out:
         raise ConfigurationError(
             f"escort_setups.orders = {tuple(orders)!r} is invalid: no order fits max_states = "
-            f"{max_states} (min_sep {chain.min_sep}) at sigma {sigma:g}; use proposal 'plain'"
+            f"{max_states} ({law.budget_note}) at sigma {sigma:g}; use proposal 'plain'"
         )
     return out
 

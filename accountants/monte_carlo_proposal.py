@@ -2,7 +2,7 @@
 question (docs/rdp-escort.md §8).
 
 ``plain`` samples the dominating pair; ``escort`` asks for importance sampling from the
-escort R_lam (refused, naming the parameter, for a model without a participation chain);
+escort R_lam (refused, naming the parameter, for a model without an escort law);
 ``auto`` takes the escort where :func:`~minsep.accountants.routes.auto_proposal` finds it
 needed or far cheaper. The choice is fixed before any verification draw.
 """
@@ -53,8 +53,9 @@ def _escort(asked: Asked) -> Chosen:
     if not isinstance(asked.model, EscortTarget):
         raise ConfigurationError(
             f"MonteCarloAccountant.proposal = 'escort' is invalid for "
-            f"{type(asked.model).__name__}: the escort needs b-min-sep BandMF (a loss model "
-            "with participation_chain()); use proposal 'plain' or 'auto'",
+            f"{type(asked.model).__name__}: the escort needs a loss model with an escort law "
+            "(b-min-sep BandMF, Poisson, random-phase cyclic Poisson); use proposal 'plain' or "
+            "'auto'",
             parameter="proposal",
         )
     if asked.routed is not None:

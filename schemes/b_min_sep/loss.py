@@ -11,7 +11,7 @@ start, Algorithm 2). b = 1 with C = I is Poisson sampling: P/Q = prod_i (1 - p +
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -25,6 +25,9 @@ from minsep.schemes.kernels.fused import host_noise
 from minsep.schemes.kernels.model import ChainLossModel
 from minsep.schemes.kernels.recursion import chain_log_ratio
 from minsep.schemes.kernels.sampling import steps_to_pattern
+
+if TYPE_CHECKING:
+    from minsep.accountants.escort_law import ChainEscortLaw
 
 
 def b_min_sep_log_ratio(
@@ -93,6 +96,12 @@ class BMinSepLossModel(ChainLossModel):
             probability=self.probability,
             warm_start=self.warm_start,
         )
+
+    def escort_law(self) -> ChainEscortLaw:
+        """The escort proposal's view of :meth:`participation_chain` (docs/rdp-escort.md §8)."""
+        from minsep.accountants.escort_law import ChainEscortLaw
+
+        return ChainEscortLaw(self.participation_chain(), self.coefficients)
 
     def transcript_bytes(self, n_samples: int, direction: Direction, backend: Backend) -> int:
         """Bytes of the transcript :meth:`draw` returns (the memory of a chunk)."""

@@ -13,7 +13,7 @@ Phases with no step (b > n) contribute exp(0). b = 1 is Poisson sampling at rate
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
@@ -21,11 +21,15 @@ from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
 from minsep.framework.kernel_table import KernelTable, Participation
 from minsep.framework.loss_model import Direction
+from minsep.framework.phase_mixture import PhaseMixture
 from minsep.schemes.balls_in_bins.loss import balls_in_bins_log_ratio, fold_bins
 from minsep.schemes.cyclic_poisson.fused import host_phase_steps, host_random_phase
 from minsep.schemes.kernels.fields import as_coefficients, check_bands_fit, coefficients_validator
 from minsep.schemes.kernels.fused import host_noise
 from minsep.schemes.kernels.model import BlockLossModel
+
+if TYPE_CHECKING:
+    from minsep.accountants.escort_law import PhaseEscortLaw
 
 
 def random_phase_log_ratio(
@@ -74,6 +78,16 @@ class RandomPhaseCyclicLossModel(BlockLossModel):
 
     def __attrs_post_init__(self) -> None:
         check_bands_fit(self, self.coefficients, self.groups)
+
+    def phase_mixture(self) -> PhaseMixture:
+        """The sensitive example's law: a uniform phase, then Bernoulli(q) at its steps."""
+        return PhaseMixture(n_steps=self.n_steps, phases=self.groups, probability=self.group_rate)
+
+    def escort_law(self) -> PhaseEscortLaw:
+        """The escort proposal's view of :meth:`phase_mixture` (docs/rdp-escort.md §10.6)."""
+        from minsep.accountants.escort_law import PhaseEscortLaw
+
+        return PhaseEscortLaw(self.phase_mixture(), self.coefficients)
 
     def participation(self, n_samples: int, rng: RandomSource, backend: Backend) -> Any:
         """Patterns x: a uniform phase g, then Bernoulli(q) at the steps ``i mod b = g``

@@ -64,7 +64,8 @@ class CyclicPoisson(SchemeBase):
         """b = k groups for k bands (one band is Poisson itself: the DP-SGD row), accounted by
         the exact fixed-partition PLD; then the same with a uniformly random phase (independent
         groups, ``partition = "random"``) accounted by Monte Carlo, the fair baseline of
-        paper §3 / §4.1 (docs/math.md §4.1)."""
+        paper §3 / §4.1 (docs/math.md §4.1). Its rows take the cheaper route per row, plain or
+        escort draws (its loss model has an escort law, docs/rdp-escort.md §10.6)."""
         grid = [k for k in context.bands if k > 1]
         fixed = [CompareVariant(bands=k, options={"min_sep": k}) for k in grid]
         random_phase = [

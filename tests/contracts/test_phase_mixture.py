@@ -14,6 +14,7 @@ import pytest
 
 from minsep.framework.phase_mixture import PhaseMixture
 from minsep.schemes.cyclic_poisson.scheme import CyclicPoisson
+from minsep.strategies import BandedToeplitz, Identity
 from tests.theorems.support import law_fit_pvalue
 
 
@@ -56,3 +57,15 @@ def test_mixture_matches_the_sampler(n: int, b: int, rate: float) -> None:
         patterns.append(x)
     observed_rows = np.concatenate(patterns)  # examples are independent under "random"
     assert law_fit_pvalue(observed_rows, law) > 1e-4
+
+
+@pytest.mark.parametrize(("n", "b", "rate"), [(7, 3, 0.1), (5, 2, 0.5), (3, 4, 0.2)])
+def test_the_loss_models_escort_law_is_the_schemes_mixture(n: int, b: int, rate: float) -> None:
+    """The escort proposal samples the loss model's law (docs/rdp-escort.md §10.6): the same
+    mixture the scheme declares (and the sampler above draws), under the model's coefficients."""
+    scheme = CyclicPoisson(n_steps=n, rate=rate, min_sep=b, partition="random")
+    strategy = BandedToeplitz(coefficients=(0.8, 0.6)) if b >= 2 else Identity()
+    model = scheme.loss_model(strategy)
+    law = model.escort_law()  # type: ignore[attr-defined]
+    assert law.mixture == scheme.phase_mixture()
+    assert tuple(law.coefficients) == tuple(model.coefficients)  # type: ignore[attr-defined]

@@ -125,3 +125,14 @@ def test_unwalked_sweep_entries_do_not_pass_the_estimate() -> None:
     nan = float("nan")
     assert _estimate_index((1e-9, 2e-9, nan, nan), 1e-8) == 1
     assert _estimate_index((1e-9, 2e-8, 1e-9), 1e-8) == 0
+
+
+def test_random_phase_rows_take_the_escort_route() -> None:
+    """Random-phase cyclic Poisson has an escort law (docs/rdp-escort.md §10.6), so at a small
+    delta its Monte Carlo row is verified on escort draws, far fewer than plain sampling needs."""
+    rows = compare(ComparisonSetup(n_steps=32, rate=1 / 8, delta=1e-6, sigma=1.0, bands=(2,),
+                                   families=("cyclic_poisson_random_phase",), precision=0.05,
+                                   accountant_options={"seed": 3}))  # fmt: skip
+    assert [r.note for r in rows] == ["escort route"]
+    assert rows[0].epsilon is not None and rows[0].samples is not None
+    assert rows[0].samples < samples_for_precision(1e-6, 0.05) / 100

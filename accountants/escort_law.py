@@ -1,0 +1,188 @@
+"""What the escort engine needs from a loss model's participation law (docs/rdp-escort.md §8).
+
+A loss model the escort can serve returns an :class:`EscortLaw` from ``escort_law()``. The
+engine (:mod:`.escort_setup`, :mod:`.escort_sampling`, :mod:`.escort_add`) talks to the law
+only, never to its type:
+
+- ``ln Z_lam`` at sigma (the exact moment; the engine inflates it by ``INFLATE``), and which
+  orders are affordable under a memory budget;
+- exact draws of the escort's tuple law (:class:`~minsep.accountants.escort.EscortDraw`: the
+  per-step participation counts of the lam copies);
+- ``ln pi(empty)`` (the add direction is exactly 0 at and above ``ln(1 / pi(empty))``, §5) and
+  the deterministic add-direction bound (:class:`~minsep.accountants.add_bound.
+  AddDirectionBound`, docs/math.md §10), and where the law has one the sampled block bound
+  (:class:`~minsep.accountants.block_add_bound.BlockAddBound`, docs/math.md §10.1).
+
+Two laws exist: :class:`ChainEscortLaw` (b-min-sep BandMF, Poisson as b = 1; §2-§6) and
+:class:`PhaseEscortLaw` (random-phase cyclic Poisson; §10). Both escorts are ``R_lam = u^lam
+Q / Z_lam`` of a mixture of Gaussians ``N(C x, sigma^2 I)``, so the weight ``W`` and its bound
+``s_lam(eps)`` (§6) and the certificate of §8 are the same for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+import numpy as np
+
+from minsep.accountants import phase_moments
+from minsep.accountants import rdp_moments as moments
+from minsep.accountants.add_bound import (
+    AddDirectionBound,
+    banded_operator_norm_upper,
+    chain_add_bound,
+    phase_add_bound,
+)
+from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
+from minsep.accountants.escort import EscortDraw, sample_escort_counts
+from minsep.accountants.phase_escort import sample_phase_escort_counts
+from minsep.framework.participation import ParticipationChain
+from minsep.framework.phase_mixture import PhaseMixture
+
+__all__ = ["PHASE_MAX_WORK", "ChainEscortLaw", "EscortLaw", "PhaseEscortLaw"]
+
+#: Element operations one forward pass of a phase mixture may cost (the ``rdp`` accountant's
+#: default ``max_work``): each escort sampling call runs it, so an order beyond it is skipped
+#: (b = 8, n = 1024: orders 2-4).
+PHASE_MAX_WORK = 2**25
+
+
+def _float_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
+
+
+class EscortLaw(Protocol):
+    """The participation law of a loss model, as the escort engine uses it (module docstring)."""
+
+    @property
+    def n_steps(self) -> int: ...
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """c_0..c_{k-1} of the banded C the draws' outputs ``y = C sum_j x_j + sigma z`` use."""
+
+    @property
+    def budget_note(self) -> str:
+        """How the memory of an order grows, for refusals (e.g. ``min-sep 4 ((b + 1)^lam
+        states)``)."""
+
+    def affordable(self, order: int, max_states: int) -> bool:
+        """Whether order ``order``'s forward pass fits ``max_states`` (and the law's time)."""
+
+    def log_moment(self, sigma: float, order: int, max_states: int) -> float:
+        """The exact ``ln Z_lam`` (ConfigurationError when the pass cannot run at sigma)."""
+
+    def sample(
+        self, sigma: float, order: int, n_samples: int, rng: np.random.Generator, max_states: int
+    ) -> EscortDraw:
+        """``n_samples`` exact independent draws of the escort's per-step counts."""
+
+    def log_no_participation(self) -> float:
+        """``ln pi(empty)`` (``-inf`` when every unit participates)."""
+
+    def add_bound(self, sigma: float) -> AddDirectionBound:
+        """The deterministic add-direction bound at sigma (docs/math.md §10)."""
+
+    def sampled_add_bound(self, sigma: float, delta: float, seed: int) -> BlockAddBound | None:
+        """The sampled block bound of docs/math.md §10.1 aimed at ``delta`` from ``seed``'s
+        block stream, or None where the law has none."""
+
+
+@attrs.frozen
+class ChainEscortLaw:
+    """b-min-sep availability chain under banded C (docs/rdp-escort.md §2-§6; Poisson as
+    b = 1): ``(b + 1)^lam`` states, the compiled backward walk, the chain's §10 bound with
+    ``||C||_op`` bounded by Collatz-Wielandt."""
+
+    chain: ParticipationChain
+    coefficients: np.ndarray = attrs.field(converter=_float_array, eq=False)
+
+    @property
+    def n_steps(self) -> int:
+        return self.chain.n_steps
+
+    @property
+    def budget_note(self) -> str:
+        return f"min-sep {self.chain.min_sep} ((b + 1)^lam states)"
+
+    def affordable(self, order: int, max_states: int) -> bool:
+        return moments.stored_states(self.chain.min_sep, order) <= max_states
+
+    def log_moment(self, sigma: float, order: int, max_states: int) -> float:
+        return moments.log_moment(
+            self.chain, self.coefficients, sigma, order, max_states=max_states
+        )
+
+    def sample(
+        self, sigma: float, order: int, n_samples: int, rng: np.random.Generator, max_states: int
+    ) -> EscortDraw:
+        return sample_escort_counts(
+            self.chain, self.coefficients, sigma, order, n_samples, rng, max_states=max_states
+        )
+
+    def log_no_participation(self) -> float:
+        return self.chain.log_no_participation()
+
+    def add_bound(self, sigma: float) -> AddDirectionBound:
+        norm = banded_operator_norm_upper(self.coefficients, self.chain.n_steps)
+        return chain_add_bound(self.chain, norm, sigma)
+
+    def sampled_add_bound(self, sigma: float, delta: float, seed: int) -> BlockAddBound | None:
+        """§10.1 needs p < 1 and bands <= b (disjoint columns within a pattern)."""
+        if self.chain.probability >= 1.0 or self.coefficients.size > self.chain.min_sep:
+            return None
+        return certify_block_bound(self.chain, self.coefficients, sigma, delta, seed)
+
+
+@attrs.frozen
+class PhaseEscortLaw:
+    """Random-phase cyclic Poisson (docs/rdp-escort.md §10): ``C(b + lam - 1, lam) 2^lam``
+    entries, passes within :data:`PHASE_MAX_WORK` operations, draws by
+    :func:`~minsep.accountants.phase_escort.sample_phase_escort_counts` (§10.6) and the
+    per-phase Chernoff bound (§10.4). ``ln Z`` comes from the same pass as the draws (b = 1
+    too, where the ``rdp`` accountant uses Poisson's closed form)."""
+
+    mixture: PhaseMixture
+    coefficients: np.ndarray = attrs.field(converter=_float_array, eq=False)
+
+    @property
+    def n_steps(self) -> int:
+        return self.mixture.n_steps
+
+    @property
+    def budget_note(self) -> str:
+        return (
+            f"{self.mixture.phases} phases (C(b + lam - 1, lam) * 2^lam entries, at most "
+            f"{PHASE_MAX_WORK} operations per pass)"
+        )
+
+    def affordable(self, order: int, max_states: int) -> bool:
+        b, n = self.mixture.phases, self.mixture.n_steps
+        return (
+            phase_moments.stored_entries(b, order) <= max_states
+            and phase_moments.work(n, b, order) <= PHASE_MAX_WORK
+        )
+
+    def log_moment(self, sigma: float, order: int, max_states: int) -> float:
+        return phase_moments.log_moment(
+            self.mixture, self.coefficients, sigma, order, max_entries=max_states
+        )
+
+    def sample(
+        self, sigma: float, order: int, n_samples: int, rng: np.random.Generator, max_states: int
+    ) -> EscortDraw:
+        return sample_phase_escort_counts(
+            self.mixture, self.coefficients, sigma, order, n_samples, rng, max_entries=max_states
+        )
+
+    def log_no_participation(self) -> float:
+        return self.mixture.log_no_participation()
+
+    def add_bound(self, sigma: float) -> AddDirectionBound:
+        return phase_add_bound(self.mixture, self.coefficients, sigma)
+
+    def sampled_add_bound(self, sigma: float, delta: float, seed: int) -> BlockAddBound | None:
+        """None: the phase mixture's patterns do not restart at block boundaries (§10.1)."""
+        return None
