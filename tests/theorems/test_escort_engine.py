@@ -269,9 +269,11 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Below ln(1/pi(empty)), with too few samples for plain add draws (a route sized them for
-    the escort), the sweep entries the §10 bound does not settle count as failing: the walk
-    stops before them (unchecked, the add direction would be released unverified)."""
-    from minsep.accountants import escort_sweep
+    the escort), the sweep entries neither the §10 bound nor the block bound of §10.1 settles
+    count as failing: the walk stops before them (unchecked, the add direction would be
+    released unverified); with §10 vacuous there, the block bound settles them."""
+    from minsep.accountants import escort_add, escort_sweep
+    from minsep.accountants.escort_law import ChainEscortLaw
 
     sweep, epsilon, delta = (3.0, 2.2, 1.8, 1.6, 1.5), 2.0, 1e-8  # eps < ln(1/pi(empty)) ~ 2.56
     real = escort_sweep.add_bound
@@ -282,6 +284,9 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
 
         def delta(self, eps: float) -> float:
             return self.bound.delta(eps) if self.sigma >= 1.8 else 1.0
+
+        def epsilon(self, target: float) -> float:
+            return self.bound.epsilon(target) if self.sigma >= 1.8 else math.inf
 
     def run() -> object:
         return calibrate_sweep(
@@ -298,6 +303,10 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
     free = run()
     assert free.index == 4 and free.proposal.add == "deterministic"  # the bound settles all
     monkeypatch.setattr(escort_sweep, "add_bound", Stub)
+    monkeypatch.setattr(escort_add, "add_bound", Stub)
+    blocked = run()  # §10 vacuous below 1.8: the block bound of §10.1 settles those entries
+    assert blocked.index == 4 and blocked.proposal.add == "block bound"
+    monkeypatch.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args: None)
     stopped = run()
     assert stopped.index == 2 and stopped.sigma == 1.8
     assert stopped.deltas[3] == 1.0 and math.isnan(stopped.deltas[4])

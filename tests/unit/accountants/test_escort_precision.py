@@ -59,8 +59,8 @@ def test_plain_add_draws_keep_every_sample_and_its_placement(
 
     def plain_route(
         self: EscortProposal, model: object, asked: EpsilonQuestion, candidates: list[float]
-    ) -> tuple[str, list[float], None]:
-        return "plain", candidates, None
+    ) -> tuple[str, list[float], None, None]:
+        return "plain", candidates, None, None
 
     monkeypatch.setattr(EscortProposal, "_add_route", plain_route)
     offered = question(200_000, 0)
