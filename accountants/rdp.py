@@ -378,14 +378,30 @@ class RdpAccountant(Accountant):
             f"orders need more than max_states = {self.max_states} states at min_sep = "
             f"{law.min_sep}"
         )
-        if epsilon < floor:
+        if epsilon < floor:  # only the unamplified Gaussian cap of epsilon_at reaches it
             gaussian = GaussianAccountant().calibrate(
                 scheme, strategy, epsilon=epsilon, delta=delta
             )
-            raise CalibrationError(
-                f"target epsilon {epsilon:g} is below what the rdp accountant can reach: {reach}; "
-                f"the unamplified Gaussian needs sigma = {gaussian.sigma:.6g} (accountant "
-                "'gaussian'), an exact or Monte Carlo accountant may need less"
+            achieved = epsilon_at(gaussian.sigma)
+            if not achieved <= epsilon:  # the cap is part of epsilon_at: never expected
+                raise CalibrationError(
+                    f"target epsilon {epsilon:g} is below what the rdp accountant can reach: "
+                    f"{reach}; the unamplified Gaussian's sigma {gaussian.sigma:.6g} gives "
+                    f"{achieved!r}"
+                )
+            return CalibrationResult(
+                **question.provenance("rdp"),
+                notes=(
+                    f"the RDP conversion cannot reach epsilon {epsilon:g} ({reach}); the rdp "
+                    "accountant's epsilon is also capped by the unamplified Gaussian mechanism's, "
+                    f"which reaches it at this sigma (epsilon {achieved!r}); an exact or Monte "
+                    "Carlo accountant may need less",
+                ),
+                sigma=gaussian.sigma,
+                epsilon=epsilon,
+                delta=delta,
+                certified=True,
+                candidates=(gaussian.sigma,),
             )
         try:
             sigma, achieved, examined = conservative_sigma(
