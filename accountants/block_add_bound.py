@@ -262,9 +262,11 @@ def _plan(
     seed: int,
     log_inverse_failure: float,
     verify_rows: dict[int, int],
+    at_epsilon: float | None,
 ) -> tuple[int, float]:
-    """``(L, kappa)`` with the smallest add epsilon at ``delta`` predicted from pilot draws
-    (the verification's slack predicted from the pilot's mean and variance)."""
+    """``(L, kappa)`` with the smallest add epsilon at ``delta`` (or, given ``at_epsilon``, the
+    smallest add delta there) predicted from pilot draws (the verification's slack predicted
+    from the pilot's mean and variance)."""
     p = chain.probability
     best = (math.inf, _lengths(chain)[0], KAPPAS[0])
     for index, length in enumerate(_lengths(chain)):
@@ -292,9 +294,12 @@ def _plan(
                     log_inverse_failure,
                 )
                 log_moment += kind.count * (math.log(max(upper, sys.float_info.min)) + log_range)
-            eps = (log_c(kappa) + log_moment - math.log(delta)) / kappa
-            if eps < best[0]:
-                best = (eps, length, kappa)
+            if at_epsilon is None:  # the add epsilon at delta
+                score = (log_c(kappa) + log_moment - math.log(delta)) / kappa
+            else:  # ln of the add delta at epsilon
+                score = log_c(kappa) - kappa * at_epsilon + log_moment
+            if score < best[0]:
+                best = (score, length, kappa)
     return best[1], best[2]
 
 
@@ -304,10 +309,13 @@ def certify_block_bound(
     sigma: float,
     delta: float,
     seed: int = 0,
+    at_epsilon: float | None = None,
 ) -> BlockAddBound:
     """The sampled add-direction bound of docs/math.md §10.1 for a b-min-sep ``chain`` (Poisson
     as b = 1) under banded Toeplitz ``coefficients`` with ``k <= b`` bands, at noise ``sigma``,
-    aimed at ``delta`` (its failure budget is ``FAILURE_SHARE * delta``).
+    aimed at ``delta`` (its failure budget is ``FAILURE_SHARE * delta``): (L, kappa) minimise
+    the add epsilon at ``delta``, or with ``at_epsilon`` the add delta there (a delta question,
+    ``delta`` then being the size of the delta it expects).
 
     Deterministic given its arguments: the pilot (L, kappa) and the verification draws come
     from ``seed``'s block stream, never shared with the engine's.
@@ -318,6 +326,7 @@ def certify_block_bound(
         float(sigma),
         float(delta),
         int(seed),
+        None if at_epsilon is None else float(at_epsilon),
     )
 
 
@@ -328,6 +337,7 @@ def _certify(
     sigma: float,
     delta: float,
     seed: int,
+    at_epsilon: float | None,
 ) -> BlockAddBound:
     owner = "certify_block_bound"
     check_range(owner, "sigma", sigma, low=0.0, low_open=True)
@@ -348,7 +358,9 @@ def _certify(
     kinds_count = 3  # at most three block laws share the budget, each split in two bounds
     log_inverse_failure = math.log(2.0 * kinds_count / failure)
     verify_rows_for = {length: max(VERIFY_WORK // length, 1024) for length in _lengths(chain)}
-    length, kappa = _plan(chain, c, sigma, delta, seed, log_inverse_failure, verify_rows_for)
+    length, kappa = _plan(
+        chain, c, sigma, delta, seed, log_inverse_failure, verify_rows_for, at_epsilon
+    )
     rows = verify_rows_for[length]
     log_moment = 0.0
     for j, kind in enumerate(block_kinds(chain, length)):

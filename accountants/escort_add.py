@@ -27,6 +27,7 @@ __all__ = [
     "PLAIN_ADD_LIMIT",
     "AddBound",
     "add_bound",
+    "add_delta_ceiling",
     "add_sampler",
     "add_threshold",
     "chosen_add_bound",
@@ -72,6 +73,24 @@ def chosen_add_bound(
     if block is not None and block.epsilon(delta) < epsilon:
         return "block bound", block
     return "deterministic", bound
+
+
+def add_delta_ceiling(
+    model: PrivacyLossModel, sigma: float, epsilon: float, expected: float, seed: int
+) -> tuple[str, float]:
+    """The add direction's delta at ``epsilon`` without add draws of the pair, for a delta
+    question whose remove direction is expected near ``expected``: ``(route, delta)`` of the
+    deterministic §10 bound when it is at most ``expected``, else the smaller of it and the
+    sampled block bound of docs/math.md §10.1 aimed at ``epsilon`` (failure budget
+    ``1e-3 expected``, folded in). Chosen before any verification draw."""
+    deterministic = add_bound(model, sigma).delta(epsilon)
+    if deterministic <= expected:
+        return "deterministic", deterministic
+    law = escort_law("add_delta_ceiling", model)
+    block = law.sampled_add_bound(sigma, min(expected, 0.5), seed, at_epsilon=epsilon)
+    if block is not None and block.delta(epsilon) < deterministic:
+        return "block bound", block.delta(epsilon)
+    return "deterministic", deterministic
 
 
 def plain_add_fits(samples: int, delta: float, candidates: int, precision: float | None) -> bool:

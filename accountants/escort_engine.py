@@ -44,6 +44,7 @@ from minsep.accountants import rdp_moments as moments
 from minsep.accountants.escort_add import (
     PLAIN_ADD_LIMIT,
     add_bound,
+    add_delta_ceiling,
     add_sampler,
     add_threshold,
     chosen_add_bound,
@@ -352,12 +353,19 @@ class EscortProposal:
         check_range(owner, "pilot_samples", pilot_samples, low=2, integer=True)
 
     def plan_delta(
-        self, model: PrivacyLossModel, sigma: float, epsilon: float, *, config: EngineConfig
+        self,
+        model: PrivacyLossModel,
+        sigma: float,
+        epsilon: float,
+        *,
+        config: EngineConfig,
+        seed: int = 0,
     ) -> DeltaPlan:
         """Plan a delta question: escort verification of ``W / s`` with ``s = s_lam(eps)``
         for the remove direction (``s`` itself, the RDP bound, when no threshold passes); the
-        add direction is 0 at or above ``ln(1/pi(empty))``, else the §10 bound where it is at
-        most the remove direction's release, else plain draws capped by that bound."""
+        add direction is 0 at or above ``ln(1/pi(empty))``, else the §10 bound, or the block
+        bound of docs/math.md §10.1 from ``seed`` where smaller (:func:`add_delta_ceiling`),
+        where it is at most the remove direction's release, else plain draws capped by it."""
         eps = float(epsilon)
         setup = choose_setup(self.setups(model, sigma), eps)
         log_scale = setup.log_support(eps)
@@ -367,17 +375,20 @@ class EscortProposal:
             "escort pilot",
             "escort verify",
         )
-        exact = eps >= add_threshold(model)
+        route, ceiling = "exact zero", 0.0
+        if eps < add_threshold(model):  # remove expected well below its bound s
+            expected = min(max(scale / 100.0, 1e-300), 0.5)
+            route, ceiling = add_delta_ceiling(model, sigma, eps, expected, seed)
         add = DeltaCheck(
             add_sampler(model, sigma, config),
             "pilot add",
             "verify add",
-            ceiling=0.0 if exact else add_bound(model, sigma).delta(eps),
-            skip_route="exact zero" if exact else "deterministic",
+            ceiling=ceiling,
+            skip_route=route,
         )
 
         def info(routes: Sequence[str], released: Sequence[float]) -> ProposalInfo:
-            fixed = released[1] if routes[1] == "deterministic" else None
+            fixed = released[1] if routes[1] in ("deterministic", "block bound") else None
             return ProposalInfo("escort", setup.order, setup.log_z, scale, routes[1], fixed)
 
         return DeltaPlan((remove, add), info)

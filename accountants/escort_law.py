@@ -85,9 +85,11 @@ class EscortLaw(Protocol):
     def add_bound(self, sigma: float) -> AddDirectionBound:
         """The deterministic add-direction bound at sigma (docs/math.md §10)."""
 
-    def sampled_add_bound(self, sigma: float, delta: float, seed: int) -> BlockAddBound | None:
-        """The sampled block bound of docs/math.md §10.1 aimed at ``delta`` from ``seed``'s
-        block stream, or None where the law has none."""
+    def sampled_add_bound(
+        self, sigma: float, delta: float, seed: int, at_epsilon: float | None = None
+    ) -> BlockAddBound | None:
+        """The sampled block bound of docs/math.md §10.1 aimed at ``delta`` (or at the add delta
+        at ``at_epsilon``) from ``seed``'s block stream, or None where the law has none."""
 
 
 @attrs.frozen
@@ -129,11 +131,15 @@ class ChainEscortLaw:
         norm = banded_operator_norm_upper(self.coefficients, self.chain.n_steps)
         return chain_add_bound(self.chain, norm, sigma)
 
-    def sampled_add_bound(self, sigma: float, delta: float, seed: int) -> BlockAddBound | None:
+    def sampled_add_bound(
+        self, sigma: float, delta: float, seed: int, at_epsilon: float | None = None
+    ) -> BlockAddBound | None:
         """§10.1 needs p < 1 and bands <= b (disjoint columns within a pattern)."""
         if self.chain.probability >= 1.0 or self.coefficients.size > self.chain.min_sep:
             return None
-        return certify_block_bound(self.chain, self.coefficients, sigma, delta, seed)
+        return certify_block_bound(
+            self.chain, self.coefficients, sigma, delta, seed, at_epsilon=at_epsilon
+        )
 
 
 @attrs.frozen
@@ -183,6 +189,8 @@ class PhaseEscortLaw:
     def add_bound(self, sigma: float) -> AddDirectionBound:
         return phase_add_bound(self.mixture, self.coefficients, sigma)
 
-    def sampled_add_bound(self, sigma: float, delta: float, seed: int) -> BlockAddBound | None:
+    def sampled_add_bound(
+        self, sigma: float, delta: float, seed: int, at_epsilon: float | None = None
+    ) -> BlockAddBound | None:
         """None: the phase mixture's patterns do not restart at block boundaries (§10.1)."""
         return None

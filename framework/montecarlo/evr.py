@@ -340,7 +340,7 @@ def certify_delta(
         )
     config = engine_config(config, "certify_delta")
     eps = float(epsilon)
-    plan = chosen.plan_delta(model, sigma, eps, config=config)
+    plan = chosen.plan_delta(model, sigma, eps, config=config, seed=seed)
     routes: list[str] = []
     released: list[float] = []
     releases: list[_Release] = []

@@ -257,7 +257,13 @@ class PlainProposal:
         check_range("certify_delta", "epsilon", epsilon, low=0.0)
 
     def plan_delta(
-        self, model: PrivacyLossModel, sigma: float, epsilon: float, *, config: EngineConfig
+        self,
+        model: PrivacyLossModel,
+        sigma: float,
+        epsilon: float,
+        *,
+        config: EngineConfig,
+        seed: int = 0,
     ) -> DeltaPlan:
         """Both directions drawn plainly, pilot and verification (exact sums at epsilon)."""
         return DeltaPlan((DeltaCheck(PlainSampler(model, sigma, config, histograms=False)),))

@@ -258,7 +258,13 @@ class Proposal(Protocol):
     ) -> None: ...
 
     def plan_delta(
-        self, model: PrivacyLossModel, sigma: float, epsilon: float, *, config: EngineConfig
+        self,
+        model: PrivacyLossModel,
+        sigma: float,
+        epsilon: float,
+        *,
+        config: EngineConfig,
+        seed: int = 0,
     ) -> DeltaPlan: ...
 
     def plan_sweep(self, model: PrivacyLossModel, question: SweepQuestion) -> SweepPlan: ...

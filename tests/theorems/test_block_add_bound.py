@@ -276,3 +276,34 @@ def test_escort_epsilon_takes_the_block_route_below_the_deterministic_bound() ->
         assert cert.proposal is not None and cert.proposal.add == "block bound"
         assert cert.proposal.add_delta is not None and cert.proposal.add_delta <= delta
         assert cert.estimate <= cert.certified < deterministic
+
+
+def test_escort_delta_takes_the_block_route_where_it_is_smaller() -> None:
+    """The same 4-band question asked for delta at epsilon 1.9: the add direction's ceiling is
+    the block bound (aimed at that epsilon), below the remove direction's release, so no add
+    draws; the released delta is the larger of the two and at least the estimate."""
+    from minsep.accountants.escort_engine import EscortProposal
+    from minsep.framework import setup
+    from minsep.framework.montecarlo import EngineConfig, certify_delta
+    from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+
+    n, k, b, p, sigma, epsilon = 256, 4, 4, 1 / 64, 1.0, 1.9
+    c = tuple(setup.build_strategy(n, k).coefficients)
+    model = BMinSepLossModel(coefficients=c, n_steps=n, min_sep=b, probability=p, warm_start=False)
+    deterministic = chain_add_bound(
+        ParticipationChain(n, b, p), banded_operator_norm_upper(np.asarray(c), n), sigma
+    ).delta(epsilon)
+    cert = certify_delta(
+        model,
+        sigma,
+        epsilon,
+        samples=5_000,
+        pilot_samples=1_000,
+        seed=0,
+        config=EngineConfig(progress=False),
+        proposal=EscortProposal(),
+    )
+    assert cert.proposal is not None and cert.proposal.add == "block bound"
+    assert cert.proposal.add_delta is not None
+    assert cert.proposal.add_delta <= cert.certified < deterministic
+    assert cert.certified >= cert.estimate

@@ -188,9 +188,10 @@ def test_certified_delta_bounds_the_exact_one_b_min_sep(warm: bool, epsilon: flo
         proposal=EscortProposal(),
     )
     assert cert.proposal is not None
-    expected_add = "exact zero" if epsilon >= add_threshold(model) else "plain"
-    assert cert.proposal.add == expected_add
-    if expected_add == "exact zero":
+    exact_zero = epsilon >= add_threshold(model)
+    expected = ("exact zero",) if exact_zero else ("plain", "block bound")  # §10.1 may serve
+    assert cert.proposal.add in expected
+    if exact_zero:
         assert add == pytest.approx(0.0, abs=1e-12)
     assert cert.certified >= max(remove, add)
     assert abs(cert.estimate - remove) <= 4 * cert.std_error
