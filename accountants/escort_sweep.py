@@ -144,12 +144,16 @@ class EscortSweep:
     def _bounded_add_delta(self, index: int) -> float:
         """The add direction's delta at entry ``index`` by §10, else §10.1 where it is smaller
         (:func:`~.escort_add.chosen_add_bound`, from this sweep's seed), when the route is
-        ``"block bound"``; the §10 bound alone otherwise."""
+        ``"block bound"``; the §10 bound alone otherwise. Which entry is released depends on
+        the entries' block bounds, so each carries the failure budget of every entry of the
+        sweep (a union bound: ``len(sweep)`` times its own, docs/math.md §10.1)."""
         sigma, eps = self.sweep[index], self.epsilon
         if self.info.add != "block bound":
             return add_bound(self.model, sigma).delta(eps)
-        _, bound = chosen_add_bound(self.model, sigma, self.delta, self.seed, eps)
-        return bound.delta(eps)
+        route, bound = chosen_add_bound(self.model, sigma, self.delta, self.seed, eps)
+        if route != "block bound":
+            return bound.delta(eps)
+        return min(bound.delta(eps) + (len(self.sweep) - 1) * bound.failure, 1.0)
 
     def unchecked(self, index: int) -> float:
         return math.nan
