@@ -55,8 +55,14 @@ KAPPAS: tuple[float, ...] = tuple(0.25 * 2.0 ** (i / 2.0) for i in range(17))
 #: Block lengths the pilot compares, in multiples of b (capped at n).
 LENGTH_FACTORS: tuple[int, ...] = (4, 8, 16, 32)
 #: Sample-steps of the pilot per block length, and of the verification.
-PILOT_WORK = 2**22
+PILOT_WORK = 2**21
 VERIFY_WORK = 2**26
+#: Verification rows: the fewest (down to 1/64 of ``VERIFY_WORK / L``, at least MIN_ROWS)
+#: whose predicted add epsilon is within this relative tolerance of the most rows' prediction.
+ROWS_TOLERANCE = 0.01
+MIN_ROWS = 4096
+#: Relative margin below a caller's sufficient epsilon that the fewer rows must predict.
+ENOUGH_MARGIN = 0.05
 #: Rows per chunk of the forward pass (bounds memory: rows x (L + b) floats).
 CHUNK_ROWS = 2**15
 #: Relative inflation of the smallest block factor's inverse power (rounding of the pass).
@@ -254,6 +260,32 @@ def _lengths(chain: ParticipationChain) -> list[int]:
     return [length for length in lengths if length >= b]
 
 
+@attrs.frozen
+class _Pilot:
+    """Pilot draws of every block law at one block length, and the score they predict."""
+
+    length: int
+    draws: tuple[tuple[BlockKind, np.ndarray], ...]
+    probability: float
+    log_inverse_failure: float
+
+    def score(self, kappa: float, rows: int, delta: float, at_epsilon: float | None) -> float:
+        """The add epsilon at ``delta`` (or the ln add delta at ``at_epsilon``) that a
+        verification on ``rows`` draws per law would reach if it saw the pilot's moments."""
+        log_moment = 0.0
+        for kind, log_g in self.draws:
+            log_empty = kind.log_empty(self.probability)
+            log_range = -kappa * log_empty if log_empty < 0 else 0.0
+            x = np.exp(-kappa * log_g - log_range)
+            upper = empirical_bernstein_upper(
+                float(np.mean(x)), float(np.var(x, ddof=1)), rows, self.log_inverse_failure
+            )
+            log_moment += kind.count * (math.log(max(upper, sys.float_info.min)) + log_range)
+        if at_epsilon is None:
+            return (log_c(kappa) + log_moment - math.log(delta)) / kappa
+        return log_c(kappa) - kappa * at_epsilon + log_moment
+
+
 def _plan(
     chain: ParticipationChain,
     coefficients: np.ndarray,
@@ -261,46 +293,53 @@ def _plan(
     delta: float,
     seed: int,
     log_inverse_failure: float,
-    verify_rows: dict[int, int],
     at_epsilon: float | None,
-) -> tuple[int, float]:
-    """``(L, kappa)`` with the smallest add epsilon at ``delta`` (or, given ``at_epsilon``, the
-    smallest add delta there) predicted from pilot draws (the verification's slack predicted
-    from the pilot's mean and variance)."""
+    enough: float | None,
+) -> tuple[int, float, int]:
+    """``(L, kappa, rows)``: the (L, kappa) with the smallest add epsilon at ``delta`` (or,
+    given ``at_epsilon``, the smallest add delta there) predicted from pilot draws for the
+    most verification rows (``VERIFY_WORK / L``), then the fewest rows (down to 1/64 of those)
+    whose predicted epsilon is within :data:`ROWS_TOLERANCE` of it (ln delta within its log).
+    A planning rule: any (L, kappa, rows) fixed before the verification draws is valid."""
     p = chain.probability
-    best = (math.inf, _lengths(chain)[0], KAPPAS[0])
+    best: tuple[float, _Pilot | None, float] = (math.inf, None, KAPPAS[0])
     for index, length in enumerate(_lengths(chain)):
-        kinds = block_kinds(chain, length)
         rows = max(PILOT_WORK // length, 256)
-        draws = [
-            (
-                kind,
-                _draw_log_factors(
-                    kind, coefficients, sigma, p, rows, seed, (BLOCK_STREAM, 0, index, j)
-                ),
-            )
-            for j, kind in enumerate(kinds)
-        ]
-        for kappa in KAPPAS:
-            log_moment = 0.0
-            for kind, log_g in draws:
-                log_empty = kind.log_empty(p)
-                log_range = -kappa * log_empty if log_empty < 0 else 0.0
-                x = np.exp(-kappa * log_g - log_range)
-                upper = empirical_bernstein_upper(
-                    float(np.mean(x)),
-                    float(np.var(x, ddof=1)),
-                    verify_rows[length],
-                    log_inverse_failure,
+        pilot = _Pilot(
+            length,
+            tuple(
+                (
+                    kind,
+                    _draw_log_factors(
+                        kind, coefficients, sigma, p, rows, seed, (BLOCK_STREAM, 0, index, j)
+                    ),
                 )
-                log_moment += kind.count * (math.log(max(upper, sys.float_info.min)) + log_range)
-            if at_epsilon is None:  # the add epsilon at delta
-                score = (log_c(kappa) + log_moment - math.log(delta)) / kappa
-            else:  # ln of the add delta at epsilon
-                score = log_c(kappa) - kappa * at_epsilon + log_moment
+                for j, kind in enumerate(block_kinds(chain, length))
+            ),
+            p,
+            log_inverse_failure,
+        )
+        for kappa in KAPPAS:
+            score = pilot.score(kappa, _most_rows(length), delta, at_epsilon)
             if score < best[0]:
-                best = (score, length, kappa)
-    return best[1], best[2]
+                best = (score, pilot, kappa)
+    score, chosen, kappa = best
+    assert chosen is not None
+    most = _most_rows(chosen.length)
+    slack = abs(score) * ROWS_TOLERANCE if at_epsilon is None else math.log1p(ROWS_TOLERANCE)
+    target = score + slack
+    if enough is not None:  # a bound at or below ``enough`` (with a margin) serves the caller
+        margin = abs(enough) * ENOUGH_MARGIN if at_epsilon is None else math.log(2.0)
+        target = max(target, enough - margin)
+    for fraction in (64, 16, 4):
+        rows = max(most // fraction, MIN_ROWS)
+        if chosen.score(kappa, rows, delta, at_epsilon) <= target:
+            return chosen.length, kappa, rows
+    return chosen.length, kappa, most
+
+
+def _most_rows(length: int) -> int:
+    return max(VERIFY_WORK // length, MIN_ROWS)
 
 
 def certify_block_bound(
@@ -310,12 +349,15 @@ def certify_block_bound(
     delta: float,
     seed: int = 0,
     at_epsilon: float | None = None,
+    enough: float | None = None,
 ) -> BlockAddBound:
     """The sampled add-direction bound of docs/math.md §10.1 for a b-min-sep ``chain`` (Poisson
     as b = 1) under banded Toeplitz ``coefficients`` with ``k <= b`` bands, at noise ``sigma``,
     aimed at ``delta`` (its failure budget is ``FAILURE_SHARE * delta``): (L, kappa) minimise
     the add epsilon at ``delta``, or with ``at_epsilon`` the add delta there (a delta question,
-    ``delta`` then being the size of the delta it expects).
+    ``delta`` then being the size of the delta it expects). ``enough``: the add epsilon (or,
+    with ``at_epsilon``, the ln add delta) that already serves the caller; the verification
+    then uses the fewest rows predicted to reach it (a cheaper, looser bound).
 
     Deterministic given its arguments: the pilot (L, kappa) and the verification draws come
     from ``seed``'s block stream, never shared with the engine's.
@@ -327,6 +369,7 @@ def certify_block_bound(
         float(delta),
         int(seed),
         None if at_epsilon is None else float(at_epsilon),
+        None if enough is None else float(enough),
     )
 
 
@@ -338,6 +381,7 @@ def _certify(
     delta: float,
     seed: int,
     at_epsilon: float | None,
+    enough: float | None,
 ) -> BlockAddBound:
     owner = "certify_block_bound"
     check_range(owner, "sigma", sigma, low=0.0, low_open=True)
@@ -357,11 +401,9 @@ def _certify(
     failure = FAILURE_SHARE * delta
     kinds_count = 3  # at most three block laws share the budget, each split in two bounds
     log_inverse_failure = math.log(2.0 * kinds_count / failure)
-    verify_rows_for = {length: max(VERIFY_WORK // length, 1024) for length in _lengths(chain)}
-    length, kappa = _plan(
-        chain, c, sigma, delta, seed, log_inverse_failure, verify_rows_for, at_epsilon
+    length, kappa, rows = _plan(
+        chain, c, sigma, delta, seed, log_inverse_failure, at_epsilon, enough
     )
-    rows = verify_rows_for[length]
     log_moment = 0.0
     for j, kind in enumerate(block_kinds(chain, length)):
         log_g = _draw_log_factors(kind, c, sigma, p, rows, seed, (BLOCK_STREAM, 1, j))

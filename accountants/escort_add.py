@@ -69,7 +69,8 @@ def chosen_add_bound(
     epsilon = bound.epsilon(delta)
     if epsilon <= needed:
         return "deterministic", bound
-    block = escort_law("chosen_add_bound", model).sampled_add_bound(sigma, delta, seed)
+    law = escort_law("chosen_add_bound", model)
+    block = law.sampled_add_bound(sigma, delta, seed, enough=needed if needed > 0 else None)
     if block is not None and block.epsilon(delta) < epsilon:
         return "block bound", block
     return "deterministic", bound
@@ -87,7 +88,9 @@ def add_delta_ceiling(
     if deterministic <= expected:
         return "deterministic", deterministic
     law = escort_law("add_delta_ceiling", model)
-    block = law.sampled_add_bound(sigma, min(expected, 0.5), seed, at_epsilon=epsilon)
+    block = law.sampled_add_bound(
+        sigma, min(expected, 0.5), seed, at_epsilon=epsilon, enough=math.log(expected)
+    )
     if block is not None and block.delta(epsilon) < deterministic:
         return "block bound", block.delta(epsilon)
     return "deterministic", deterministic

@@ -86,10 +86,17 @@ class EscortLaw(Protocol):
         """The deterministic add-direction bound at sigma (docs/math.md §10)."""
 
     def sampled_add_bound(
-        self, sigma: float, delta: float, seed: int, at_epsilon: float | None = None
+        self,
+        sigma: float,
+        delta: float,
+        seed: int,
+        at_epsilon: float | None = None,
+        enough: float | None = None,
     ) -> BlockAddBound | None:
         """The sampled block bound of docs/math.md §10.1 aimed at ``delta`` (or at the add delta
-        at ``at_epsilon``) from ``seed``'s block stream, or None where the law has none."""
+        at ``at_epsilon``) from ``seed``'s block stream, verified on the fewest rows predicted
+        to reach ``enough`` (:func:`~.block_add_bound.certify_block_bound`), or None where the
+        law has none."""
 
 
 @attrs.frozen
@@ -132,13 +139,18 @@ class ChainEscortLaw:
         return chain_add_bound(self.chain, norm, sigma)
 
     def sampled_add_bound(
-        self, sigma: float, delta: float, seed: int, at_epsilon: float | None = None
+        self,
+        sigma: float,
+        delta: float,
+        seed: int,
+        at_epsilon: float | None = None,
+        enough: float | None = None,
     ) -> BlockAddBound | None:
         """§10.1 needs p < 1 and bands <= b (disjoint columns within a pattern)."""
         if self.chain.probability >= 1.0 or self.coefficients.size > self.chain.min_sep:
             return None
         return certify_block_bound(
-            self.chain, self.coefficients, sigma, delta, seed, at_epsilon=at_epsilon
+            self.chain, self.coefficients, sigma, delta, seed, at_epsilon=at_epsilon, enough=enough
         )
 
 
@@ -190,7 +202,12 @@ class PhaseEscortLaw:
         return phase_add_bound(self.mixture, self.coefficients, sigma)
 
     def sampled_add_bound(
-        self, sigma: float, delta: float, seed: int, at_epsilon: float | None = None
+        self,
+        sigma: float,
+        delta: float,
+        seed: int,
+        at_epsilon: float | None = None,
+        enough: float | None = None,
     ) -> BlockAddBound | None:
         """None: the phase mixture's patterns do not restart at block boundaries (§10.1)."""
         return None

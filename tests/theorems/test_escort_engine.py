@@ -307,7 +307,7 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
     monkeypatch.setattr(escort_add, "add_bound", Stub)
     blocked = run()  # §10 vacuous below 1.8: the block bound of §10.1 settles those entries
     assert blocked.index == 4 and blocked.proposal.add == "block bound"
-    monkeypatch.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args: None)
+    monkeypatch.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args, **kwargs: None)
     stopped = run()
     assert stopped.index == 2 and stopped.sigma == 1.8
     assert stopped.deltas[3] == 1.0 and math.isnan(stopped.deltas[4])
