@@ -307,3 +307,34 @@ def test_escort_delta_takes_the_block_route_where_it_is_smaller() -> None:
     assert cert.proposal.add_delta is not None
     assert cert.proposal.add_delta <= cert.certified < deterministic
     assert cert.certified >= cert.estimate
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_chains_block_delta_is_above_the_exact_add_delta(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Property: on random small chains (n = 4, cold or warm, 1-3 bands <= b, random p and
+    sigma) the block bound's add delta is at least the exact one (Gauss-Hermite quadrature of
+    the enumerated mixture) at several epsilons, with blocks of length b and of n."""
+    rng = np.random.default_rng(1000 + seed)
+    b = int(rng.integers(1, 4))
+    k = int(rng.integers(1, b + 1))
+    n, p = 4, float(rng.uniform(0.1, 0.5))
+    warm, sigma = bool(rng.integers(0, 2)), float(rng.uniform(0.5, 1.5))
+    c = rng.uniform(0.3, 1.0, size=k)
+    c = c / np.linalg.norm(c)
+    law = oracles.b_min_sep_law(n, p, b, warm)
+    C = oracles.strategy_matrix(c, n)
+    t, w = special.roots_hermitenorm(24)
+    w = w / w.sum()
+    grid = np.array(list(itertools.product(t, repeat=n))) * sigma
+    weights = np.prod(np.array(list(itertools.product(w, repeat=n))), axis=1)
+    u = np.exp(log_u(law, C, grid, sigma))
+    chain = ParticipationChain(n, b, p, warm)
+    for factors in ((1,), (4,)):
+        monkeypatch.setattr(block, "LENGTH_FACTORS", factors)
+        block._certify.cache_clear()
+        bound = certify_block_bound(chain, c, sigma, 1e-2, seed)
+        for eps in (0.1, 0.5, 1.0, 2.0):
+            exact = float(np.sum(weights * np.maximum(1.0 - math.exp(eps) * u, 0.0)))
+            assert bound.delta(eps) >= exact
