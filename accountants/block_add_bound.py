@@ -101,9 +101,10 @@ def block_kinds(chain: ParticipationChain, length: int) -> list[BlockKind]:
     block starts from the chain's initial law (cold: available), the others available.
     """
     n, b = chain.n_steps, chain.min_sep
-    if length < b:
+    if length < min(b, n):
         raise ConfigurationError(
-            f"block_kinds.length = {length} is invalid: it must be at least min_sep = {b}"
+            f"block_kinds.length = {length} is invalid: it must be at least min_sep = {b} "
+            f"(or the {n} steps)"
         )
     cold = (1.0,) + (0.0,) * (b - 1)
     first = tuple(float(x) for x in chain.initial_law())
@@ -256,8 +257,7 @@ class BlockAddBound:
 
 def _lengths(chain: ParticipationChain) -> list[int]:
     n, b = chain.n_steps, chain.min_sep
-    lengths = sorted({min(f * b, n) for f in LENGTH_FACTORS})
-    return [length for length in lengths if length >= b]
+    return sorted({min(f * b, n) for f in LENGTH_FACTORS})  # each >= min(b, n)
 
 
 @attrs.frozen

@@ -338,3 +338,18 @@ def test_random_chains_block_delta_is_above_the_exact_add_delta(
         for eps in (0.1, 0.5, 1.0, 2.0):
             exact = float(np.sum(weights * np.maximum(1.0 - math.exp(eps) * u, 0.0)))
             assert bound.delta(eps) >= exact
+
+
+def test_a_horizon_shorter_than_min_sep_is_one_exact_block() -> None:
+    """n < b: at most one participation; the one block is the whole mixture."""
+    n, p, b, sigma, c = 3, 0.3, 5, 0.8, np.array([0.8, 0.6])
+    chain = ParticipationChain(n, b, p)
+    kinds = block_kinds(chain, n)
+    assert [(k.length, k.zone, k.count) for k in kinds] == [(3, 3, 1)]
+    y = np.random.default_rng(2).standard_normal((200, n)) * sigma
+    law = oracles.b_min_sep_law(n, p, b, False)
+    ours = log_product(kinds, c, sigma, p, y)
+    np.testing.assert_allclose(
+        ours, log_u(law, oracles.strategy_matrix(c, n), y, sigma), atol=1e-10
+    )
+    assert certify_block_bound(chain, c, sigma, 1e-6, 0).block_length == n
