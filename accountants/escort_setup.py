@@ -41,6 +41,13 @@ DEFAULT_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8)
 #: Relative inflation of ``ln Z`` and of ``ln(1/pi(empty))``: covers float64 rounding of the
 #: forward pass (about n * 1e-16 relative), so W, s and the add threshold err upward.
 INFLATE = 1e-10
+#: ``ln Z_lam`` computed in this process, per (model, sigma, order, max_states): a forward pass
+#: is deterministic, and a calibration asks for the same sigmas many times (route, locating
+#: pilot, sweep plan). Entries hold the model (the key's id is only valid while it lives) and
+#: the value, or None where the pass cannot run at that sigma.
+_LOG_Z: dict[tuple[int, float, int, int], tuple[object, float | None]] = {}
+#: The memo is emptied when it reaches this many entries.
+_LOG_Z_SIZE = 4096
 
 
 @runtime_checkable
@@ -106,9 +113,8 @@ def escort_setups(
     for lam in orders:
         if not law.affordable(int(lam), max_states):
             continue
-        try:
-            log_z = law.log_moment(sigma, int(lam), max_states)
-        except ConfigurationError:
+        log_z = _log_moment(model, law, float(sigma), int(lam), max_states)
+        if log_z is None:
             continue
         out.append(EscortSetup(float(sigma), int(lam), log_z + INFLATE * abs(log_z) + 1e-300))
     if not out:
@@ -117,6 +123,24 @@ def escort_setups(
             f"{max_states} ({law.budget_note}) at sigma {sigma:g}; use proposal 'plain'"
         )
     return out
+
+
+def _log_moment(
+    model: PrivacyLossModel, law: EscortLaw, sigma: float, lam: int, max_states: int
+) -> float | None:
+    """``law.log_moment`` (None where it raises ConfigurationError), memoised per process."""
+    key = (id(model), sigma, lam, max_states)
+    cached = _LOG_Z.get(key)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    try:
+        log_z: float | None = float(law.log_moment(sigma, lam, max_states))
+    except ConfigurationError:
+        log_z = None
+    if len(_LOG_Z) >= _LOG_Z_SIZE:
+        _LOG_Z.clear()
+    _LOG_Z[key] = (model, log_z)
+    return log_z
 
 
 def choose_setup(setups: Sequence[EscortSetup], epsilon: float) -> EscortSetup:
