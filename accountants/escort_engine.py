@@ -89,6 +89,7 @@ __all__ = [
     "CHUNK_ELEMENTS",
     "DEFAULT_ORDERS",
     "ESCORT_MARGIN",
+    "LOCATE_STEPS",
     "PLAIN_ADD_LIMIT",
     "EscortChunkTask",
     "EscortProposal",
@@ -104,8 +105,11 @@ __all__ = [
 
 #: Pilot grid of epsilons (candidates are grid points; resolution eps_max / (size - 1)).
 PILOT_GRID = 2001
-#: Bisection steps of the escort's sweep-centring pilot (:meth:`EscortProposal.locate`).
-LOCATE_STEPS = 14
+#: Bisection steps of the escort's sweep-centring pilot (:meth:`EscortProposal.locate`): on
+#: the default range ``[2^-4, 2^8]`` ten halvings of ``ln sigma`` leave a bracket of width
+#: ``ln(4096) / 2^10 = 0.0081``, below one step ``ln 1.01`` of the default sweep; each step is
+#: a sampling call, and finer placement is lost in the pilot's noise. A planning rule only.
+LOCATE_STEPS = 10
 #: The planning formula ``min_samples(delta^(1 + r) / s, delta / s, R)`` alone gives a gap
 #: above r (the pilot's noise and the candidate ladder: the accepted candidate often sits at
 #: the ladder's second rung); an escort run sized by precision takes this multiple
@@ -482,7 +486,7 @@ class EscortProposal:
 
     def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float:
         """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``
-        (``steps`` halvings, 14 by default).
+        (``steps`` halvings, :data:`LOCATE_STEPS` by default).
 
         No guarantee; it only centres the sweep that Algorithm 5 verifies. A sigma too small
         for every affordable order counts as failing. Raises CalibrationError when even
