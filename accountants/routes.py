@@ -290,7 +290,8 @@ def _escort_estimate(
 
 def _escort_stages(question: str, samples: int, pilot: int) -> list[int]:
     """Draws of each escort sampling call of a run: pilot and verification (a calibration:
-    a :data:`~.escort_engine.LOCATE_STEPS`-step locating pilot, then ``WALKED_ENTRIES`` sweep entries of ``samples`` each)."""
+    a :data:`~.escort_engine.LOCATE_STEPS`-step locating pilot, then ``WALKED_ENTRIES``
+    sweep entries of ``samples`` each)."""
     if question == "calibrate":
         return [pilot] * LOCATE_STEPS + [samples] * WALKED_ENTRIES
     return [pilot, samples]
@@ -317,7 +318,8 @@ def _escort_seconds(
         for size in _escort_stages(question, samples, pilot)
     )
     orders = len(DEFAULT_ORDERS)
-    passes = orders if question != "calibrate" else (LOCATE_STEPS + 1) * orders + len(accountant.sweep.points(1.0))
+    entries = len(accountant.sweep.points(1.0))
+    passes = orders if question != "calibrate" else (LOCATE_STEPS + 1) * orders + entries
     return total / max(accountant.run.workers, 1) + passes * fixed / 2
 
 
