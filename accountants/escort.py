@@ -135,7 +135,7 @@ class _ForwardPass:
 #: The last forward pass of this process (one entry): every chunk of a sampling call, and the
 #: ``ln Z`` of its setup, run the same deterministic pass, so it is run once. Passes whose
 #: arrays exceed :data:`FORWARD_MEMO_BYTES` are not kept.
-_FORWARD: list[_ForwardPass] = []
+_FORWARD: dict[str, _ForwardPass] = {}
 FORWARD_MEMO_BYTES = 1 << 29
 
 
@@ -172,8 +172,9 @@ def _forward_pass(
     leaves its range)."""
     c = np.asarray(coefficients, dtype=np.float64)
     key = (chain, c.tobytes(), sigma, lam, block)
-    if _FORWARD and _FORWARD[0].key == key:
-        return _FORWARD[0]
+    last = _FORWARD.get("last")  # one lookup: safe when threads share the memo
+    if last is not None and last.key == key:
+        return last
     n = chain.n_steps
     checkpoints: dict[int, np.ndarray] = {}
     state = moments.initial_state(chain, lam)
@@ -187,9 +188,10 @@ def _forward_pass(
             log_scale, mass = log_scale + log_total, 1.0
     state, log_total = _normalised(state)
     result = _ForwardPass(key, checkpoints, state, log_scale + log_total)
-    _FORWARD.clear()
     if (len(checkpoints) + 1) * state.nbytes <= FORWARD_MEMO_BYTES:
-        _FORWARD.append(result)
+        _FORWARD["last"] = result
+    else:
+        _FORWARD.pop("last", None)
     return result
 
 

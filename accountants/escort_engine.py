@@ -65,7 +65,7 @@ from minsep.accountants.escort_setup import (
     escort_setups,
     support_scale,
 )
-from minsep.accountants.escort_sweep import EscortSweep, escort_sweep
+from minsep.accountants.escort_sweep import EscortSweep, SweepEscorts, escort_sweep
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
@@ -402,9 +402,9 @@ class EscortProposal:
         i``. The add direction: ``"exact zero"``, else per entry the §10 bound, else plain add
         draws shared by the sweep; entries no route settles fail.
         """
-        setups, log_scale = self.sweep_plan(model, question.sweep, float(question.epsilon))
+        escorts = self.sweep_plan(model, question.sweep, float(question.epsilon))
         fits = self.plain_add_fits(question.samples, question.delta, 1)
-        return escort_sweep(model, question, setups, log_scale, fits, self.max_states)
+        return escort_sweep(model, question, escorts, fits)
 
     def pilot_target(self, samples: int, delta: float) -> float:
         """The escort's pilot locates where the remove direction's estimate crosses delta/2."""
@@ -416,16 +416,23 @@ class EscortProposal:
         it count as failing verification, as if the sweep were shorter. ConfigurationError
         (naming the orders and the sigma) when not even the first entry can run."""
         values = [float(s) for s in sweep]
+        orders = sorted(self.orders if self.order is None else (self.order,))
         runnable: list[float] = []
-        for sigma in values:
-            try:
-                self.setups(model, sigma)
-            except ConfigurationError:
+        for sigma in values:  # some order runs: tried cheapest first, stopping at one that does
+            if not any(self._runs(model, sigma, lam) for lam in orders):
                 break
             runnable.append(sigma)
         if not runnable:
             self.setups(model, values[0])  # raises, naming the orders and the sigma
         return runnable
+
+    def _runs(self, model: PrivacyLossModel, sigma: float, order: int) -> bool:
+        """Whether ``order`` is affordable and its forward pass runs at ``sigma``."""
+        try:
+            escort_setups(model, sigma, (order,), self.max_states)
+        except ConfigurationError:
+            return False
+        return True
 
     def sweep_order(self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float) -> int:
         """The order minimising the largest support bound ``max_i s_lam(sigma_i, eps)`` over
@@ -436,8 +443,9 @@ class EscortProposal:
         bound of an order is its bound at the smallest runnable sigma; orders are compared
         there (ties: the smaller order, :func:`~.escort_setup.choose_setup`). So whenever some
         order's bound is at most 1 at every runnable entry, the chosen order's is too, and no
-        entry is refused for it. The choice only affects cost, never soundness: the scale is
-        still the maximum over every entry, computed for the chosen order.
+        entry is refused for it. The choice only affects cost, never soundness: every entry
+        the walk samples has its bound checked against the scale (:class:`~.escort_sweep.
+        SweepEscorts`).
         """
         return self._order_over(model, self.runnable(model, sweep), float(epsilon))
 
@@ -447,24 +455,20 @@ class EscortProposal:
 
     def sweep_plan(
         self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float
-    ) -> tuple[list[EscortSetup], float]:
-        """The escorts of a calibration sweep's :meth:`runnable` entries, one per entry at
-        :meth:`sweep_order`'s order (the entries after them count as failing), and the common
-        ``ln s* = max_i ln s_lam(sigma_i, eps)``; computed before any draw. ConfigurationError
-        when no order runs at the first entry or ``s* > 1`` (the escort cannot beat plain
-        sampling there)."""
+    ) -> SweepEscorts:
+        """The escorts of a calibration sweep's :meth:`runnable` entries at :meth:`sweep_order`'s
+        order (the entries after them count as failing) and the common ``ln s* = max_i ln
+        s_lam(sigma_i, eps)``, the bound at the smallest runnable sigma (``Z_lam`` is
+        non-increasing in sigma); fixed before any draw, each entry's escort computed when the
+        walk reaches it (:class:`~.escort_sweep.SweepEscorts`). ConfigurationError when no
+        order runs at the first entry or ``s* > 1`` (the escort cannot beat plain sampling
+        there)."""
         eps = float(epsilon)
         runnable = self.runnable(model, sweep)
-        order = self._order_over(model, runnable, eps)
-        setups: list[EscortSetup] = []
-        for sigma in runnable:
-            try:
-                setups.append(escort_setups(model, sigma, (order,), self.max_states)[0])
-            except ConfigurationError:
-                break
-        log_scale = max(s.log_support(eps) for s in setups)
-        support_scale(log_scale, order, eps)
-        return setups, log_scale
+        smallest = choose_setup(self.setups(model, min(runnable)), eps)
+        log_scale = smallest.log_support(eps)
+        support_scale(log_scale, smallest.order, eps)
+        return SweepEscorts(model, tuple(runnable), smallest, log_scale, self.max_states)
 
     def _tally(
         self,

@@ -283,8 +283,8 @@ def _escort_estimate(
             steps=10,
         )
         sweep = accountant.sweep.points(centre)
-        setups, log_support = proposal.sweep_plan(model, sweep, epsilon)
-        setup, sigma = setups[0], centre
+        escorts = proposal.sweep_plan(model, sweep, epsilon)
+        setup, log_support, sigma = escorts.smallest, escorts.log_scale, centre
     return sigma, epsilon, log_support, measure_escort_seconds(model, setup)
 
 

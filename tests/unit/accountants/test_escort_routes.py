@@ -7,6 +7,9 @@ cannot run, ``auto`` answers with plain sampling and says so instead of raising.
 
 from __future__ import annotations
 
+import math
+
+import attrs
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
@@ -17,9 +20,11 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     escort_setups,
 )
+from minsep.accountants.escort_sweep import escort_sweep
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import EngineConfig, calibrate_sweep
+from minsep.framework.montecarlo.proposals import SweepQuestion
 from minsep.schemes.b_min_sep import BMinSep
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 from minsep.strategies import BandedToeplitz
@@ -143,3 +148,38 @@ def test_sweep_order_is_compared_at_every_entry() -> None:
             worst[lam] = max(bounds)
         order = EscortProposal().sweep_order(model, sweep, epsilon)
         assert worst[order] == min(worst.values()), (sweep, worst)
+
+
+def bmin_sep() -> BMinSepLossModel:
+    return BMinSepLossModel(
+        coefficients=(1.0, 0.6, 0.3), n_steps=40, min_sep=4, probability=0.1, warm_start=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "sweep", "epsilon"),
+    [(dp_sgd(), SWEEP, EPSILON), (bmin_sep(), (1.6, 1.3, 1.1, 0.9, 0.8), 1.5)],
+)
+def test_sweep_scale_is_the_largest_bound_over_every_entry(
+    model: BMinSepLossModel, sweep: tuple[float, ...], epsilon: float
+) -> None:
+    """s* is taken at the smallest runnable sigma without computing the other entries (Z_lam
+    is non-increasing in sigma): brute force over every entry, each entry's lazy escort is the
+    eager one, and none has a bound above s*."""
+    escorts = EscortProposal().sweep_plan(model, sweep, epsilon)
+    eager = [escort_setups(model, s, (escorts.order,))[0] for s in escorts.sigmas]
+    assert escorts.log_scale == max(s.log_support(epsilon) for s in eager)
+    for i, setup in enumerate(eager):
+        assert escorts.setup(i, epsilon) == setup
+    assert escorts.setup(len(escorts.sigmas), epsilon) is None
+
+
+def test_an_entry_above_the_scale_fails_without_sampling() -> None:
+    escorts = EscortProposal().sweep_plan(bmin_sep(), (1.6, 1.3, 1.1), 1.5)
+    lowered = attrs.evolve(escorts, log_scale=escorts.log_scale - 1e-6)  # as if rounding moved it
+    assert lowered.setup(2, 1.5) is None and lowered.setup(0, 1.5) is not None
+    sweep = escort_sweep(
+        bmin_sep(), SweepQuestion((1.6, 1.3, 1.1), 1.5, 1e-2, 2_000, 1, QUIET, 1), lowered, True
+    )
+    observed, passed = sweep.check(2)
+    assert not passed and math.isnan(observed)
