@@ -63,6 +63,7 @@ from minsep.accountants.escort_setup import (
     choose_setup,
     escort_base_delta,
     escort_setups,
+    locate_setup,
     support_scale,
 )
 from minsep.accountants.escort_sweep import EscortSweep, SweepEscorts, escort_sweep
@@ -492,20 +493,22 @@ class EscortProposal:
         """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``
         (``steps`` halvings, :data:`LOCATE_STEPS` by default).
 
-        No guarantee; it only centres the sweep that Algorithm 5 verifies. A sigma too small
-        for every affordable order counts as failing. Raises CalibrationError when even
-        ``high`` fails.
+        No guarantee; it only centres the sweep that Algorithm 5 verifies. Each step's escort
+        is :func:`~.escort_setup.locate_setup`'s (a cheap order where it is precise enough). A
+        sigma too small for every affordable order counts as failing. Raises CalibrationError
+        when even ``high`` fails.
         """
         epsilon, target, samples, seed = pilot.epsilon, pilot.target, pilot.samples, pilot.seed
         config, low, high = pilot.config, pilot.low, pilot.high
         steps = LOCATE_STEPS if pilot.steps is None else pilot.steps
 
+        orders = self.orders if self.order is None else (self.order,)
+
         def passes(sigma: float, step: int) -> bool:
             try:
-                setups = self.setups(model, sigma)
+                setup = locate_setup(model, sigma, float(epsilon), target, orders, self.max_states)
             except ConfigurationError:
                 return False
-            setup = choose_setup(setups, float(epsilon))
             if setup.log_support(float(epsilon)) <= math.log(target):
                 return True
             log_scale = setup.log_support(float(epsilon))

@@ -26,6 +26,8 @@ from minsep.framework.montecarlo.bounds import base_delta
 __all__ = [
     "DEFAULT_ORDERS",
     "INFLATE",
+    "LOCATE_RATIO",
+    "LOCATE_STATES",
     "EscortSetup",
     "EscortTarget",
     "choose_setup",
@@ -33,6 +35,7 @@ __all__ = [
     "escort_law",
     "escort_setups",
     "escort_target",
+    "locate_setup",
     "support_scale",
 ]
 
@@ -48,6 +51,13 @@ INFLATE = 1e-10
 _LOG_Z: dict[tuple[int, float, int, int], tuple[object, float | None]] = {}
 #: The memo is emptied when it reaches this many entries.
 _LOG_Z_SIZE = 4096
+#: The locating pilot prefers the orders whose state array has at most this many entries (a
+#: forward pass far cheaper than the largest orders': 9^5 against 9^6 at b = 8, about 0.2 s
+#: against 4 s at n = 1024) ...
+LOCATE_STATES = 1 << 17
+#: ... while their best support bound is at most this multiple of the pilot's target (the
+#: pilot's relative standard error is then at most sqrt(LOCATE_RATIO / draws)).
+LOCATE_RATIO = 1000.0
 
 
 @runtime_checkable
@@ -141,6 +151,32 @@ def _log_moment(
         _LOG_Z.clear()
     _LOG_Z[key] = (model, log_z)
     return log_z
+
+
+def locate_setup(
+    model: PrivacyLossModel,
+    sigma: float,
+    epsilon: float,
+    target: float,
+    orders: Sequence[int],
+    max_states: int,
+) -> EscortSetup:
+    """The escort of a locating pilot's step at ``sigma`` (a planning rule, no guarantee: the
+    pilot only centres the sweep). Among the orders with at most :data:`LOCATE_STATES` states
+    the smallest support bound (:func:`choose_setup`), when it is at most :data:`LOCATE_RATIO`
+    times ``target``; else among every order of ``orders``. The larger orders' passes are then
+    only run where the cheap ones are too loose. ConfigurationError when no order runs."""
+    law = escort_law("locate_setup", model)
+    cheap = [lam for lam in orders if law.affordable(int(lam), min(LOCATE_STATES, max_states))]
+    if cheap:
+        try:
+            setup = choose_setup(escort_setups(model, sigma, cheap, max_states), epsilon)
+        except ConfigurationError:
+            pass
+        else:
+            if setup.log_support(epsilon) <= math.log(LOCATE_RATIO * target):
+                return setup
+    return choose_setup(escort_setups(model, sigma, orders, max_states), epsilon)
 
 
 def choose_setup(setups: Sequence[EscortSetup], epsilon: float) -> EscortSetup:

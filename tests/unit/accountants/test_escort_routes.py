@@ -20,6 +20,7 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     escort_setups,
 )
+from minsep.accountants.escort_setup import LOCATE_RATIO, locate_setup
 from minsep.accountants.escort_sweep import escort_sweep
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
@@ -183,3 +184,25 @@ def test_an_entry_above_the_scale_fails_without_sampling() -> None:
     )
     observed, passed = sweep.check(2)
     assert not passed and math.isnan(observed)
+
+
+def test_the_locating_pilot_prefers_a_cheap_order_only_while_it_is_tight() -> None:
+    """b = 8: orders up to 5 have at most 9^5 states (LOCATE_STATES), order 6 has 9^6. The
+    pilot's escort is the best cheap order while its bound is within LOCATE_RATIO of the
+    target, else the best of every order (a planning rule: it only centres the sweep)."""
+    model = BMinSepLossModel(
+        coefficients=(1.0, 0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.01),
+        n_steps=24,
+        min_sep=8,
+        probability=0.05,
+        warm_start=False,
+    )
+    orders, sigma, eps = (2, 3, 4, 5, 6), 1.5, 2.0
+    every = escort_setups(model, sigma, orders)
+    best = choose_setup(every, eps)
+    cheap = choose_setup([s for s in every if s.order <= 5], eps)
+    assert best.order == 6 and cheap.order < 6  # the case is one where the rule matters
+    loose = math.exp(cheap.log_support(eps)) / LOCATE_RATIO
+    assert locate_setup(model, sigma, eps, loose * 1.01, orders, 1 << 24) == cheap
+    assert locate_setup(model, sigma, eps, loose * 0.99, orders, 1 << 24) == best
+    assert locate_setup(model, sigma, eps, loose, (6,), 1 << 24) == best  # no cheap order
