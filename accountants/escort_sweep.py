@@ -150,7 +150,9 @@ class EscortSweep:
 
     def check(self, index: int) -> tuple[float, bool]:
         """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
-        and the add direction's route; an entry past the runnable ones fails (NaN)."""
+        and the add direction's route (its bounds only where the remove direction passed: the
+        observed delta of a failing entry may then be the remove direction's alone); an entry
+        past the runnable ones fails (NaN)."""
         eps = self.epsilon
         setup = self.escorts.setup(index, eps)
         if setup is None:
@@ -173,7 +175,9 @@ class EscortSweep:
             add_mean = self.add_tally.delta(index, 0)
             observed = max(observed, add_mean)
             passed = passed and add_mean <= self.add_base
-        elif not self.settled[index]:  # no plain add draws: the bounds of §10 and §10.1
+        elif not self.settled[index] and passed:  # no plain add draws: §10 and §10.1
+            # (skipped where the remove direction already failed: the entry fails either way,
+            # and the §10.1 block bound is the costliest check of an entry)
             add_delta = self._bounded_add_delta(index)
             observed = max(observed, add_delta)
             passed = passed and add_delta <= self.delta

@@ -206,3 +206,27 @@ def test_the_locating_pilot_prefers_a_cheap_order_only_while_it_is_tight() -> No
     assert locate_setup(model, sigma, eps, loose * 1.01, orders, 1 << 24) == cheap
     assert locate_setup(model, sigma, eps, loose * 0.99, orders, 1 << 24) == best
     assert locate_setup(model, sigma, eps, loose, (6,), 1 << 24) == best  # no cheap order
+
+
+def test_an_entry_whose_remove_direction_fails_skips_the_add_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The §10.1 block bound is an entry's costliest check: where the remove direction already
+    failed the entry fails without it; where it passed, the add bound still decides."""
+    model, sweep = bmin_sep(), (1.6, 1.3, 1.1)
+    escorts = EscortProposal().sweep_plan(model, sweep, 1.5)
+    plan = escort_sweep(model, SweepQuestion(sweep, 1.5, 1e-2, 2_000, 1, QUIET, 1), escorts, False)
+    asked: list[int] = []
+
+    def add_fails(self: object, index: int) -> float:
+        asked.append(index)
+        return 1.0
+
+    monkeypatch.setattr(type(plan), "_bounded_add_delta", add_fails)
+    unsettled = attrs.evolve(plan, settled=(False,) * 3)
+    assert escorts.setup(2, 1.5) is not None
+    assert escorts.setup(2, 1.5).log_support(1.5) > math.log(1e-2)  # entry 2 samples
+    observed, passed = attrs.evolve(unsettled, x_b=-1.0).check(2)  # the remove check fails
+    assert not passed and observed < 1.0 and asked == []
+    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)  # it passes: add decides
+    assert not passed and observed == 1.0 and asked == [2]
