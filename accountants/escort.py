@@ -34,6 +34,7 @@ from minsep.framework.validation import check_range
 __all__ = [
     "EscortDraw",
     "escort_outputs",
+    "forward_log_moment",
     "log_escort_weight",
     "log_support_bound",
     "sample_escort_counts",
@@ -92,7 +93,7 @@ def sample_escort_counts(
 
     compiled = NUMBA_AVAILABLE and kernels != "array"
     return _forward_filter_backward_sample(
-        chain, products, float(sigma), lam, n_samples, rng, int(block), compiled
+        chain, coefficients, products, float(sigma), lam, n_samples, rng, int(block), compiled
     )
 
 
@@ -119,20 +120,62 @@ def _normalised(state: np.ndarray) -> tuple[np.ndarray, float]:
     return state / total, math.log(total)
 
 
-def _forward_filter_backward_sample(
+@attrs.frozen(eq=False)
+class _ForwardPass:
+    """The forward pass of the tuple law at one (chain, strategy, sigma, order, block): the
+    message before every block-th step, the normalised final message and ``ln Z``. Read
+    only: the backward walk copies what it changes."""
+
+    key: tuple[object, ...]
+    checkpoints: dict[int, np.ndarray]
+    final: np.ndarray
+    log_z: float
+
+
+#: The last forward pass of this process (one entry): every chunk of a sampling call, and the
+#: ``ln Z`` of its setup, run the same deterministic pass, so it is run once. Passes whose
+#: arrays exceed :data:`FORWARD_MEMO_BYTES` are not kept.
+_FORWARD: dict[str, _ForwardPass] = {}
+FORWARD_MEMO_BYTES = 1 << 29
+
+
+def forward_log_moment(
     chain: ParticipationChain,
+    coefficients: np.ndarray,
+    sigma: float,
+    order: int,
+    *,
+    max_states: int = moments.DEFAULT_MAX_STATES,
+) -> float:
+    """``ln Z_lam``, as :func:`~minsep.accountants.rdp_moments.log_moment` computes it (the
+    same steps and rescalings, so the same float), by the escort's checkpointing pass, which
+    is kept for the draws that follow at this sigma and order (b >= 2; b = 1: the closed
+    form)."""
+    lam, products = moments.prepare("log_moment", chain, coefficients, sigma, order, max_states)
+    if chain.min_sep == 1:
+        return moments.log_moment(chain, coefficients, sigma, order, max_states=max_states)
+    block = max(1, math.isqrt(chain.n_steps - 1) + 1)
+    return _forward_pass(chain, coefficients, products, float(sigma), lam, block).log_z
+
+
+def _forward_pass(
+    chain: ParticipationChain,
+    coefficients: np.ndarray,
     products: moments.ColumnProducts,
     sigma: float,
     lam: int,
-    n_samples: int,
-    rng: np.random.Generator,
     block: int,
-    compiled: bool = False,
-) -> EscortDraw:
-    b, p, n = chain.min_sep, chain.probability, chain.n_steps
-    # Forward: keep the (normalised) message before every block-th step, and ln Z.
-    # Messages are only needed up to a constant per step, so checkpoints keep the running
-    # scale of the pass (rescaled like log_moment when the mass leaves its range).
+) -> _ForwardPass:
+    """The forward pass (memoised, :data:`_FORWARD`): keep the (normalised) message before
+    every block-th step, and ln Z. Messages are only needed up to a constant per step, so
+    checkpoints keep the running scale of the pass (rescaled like log_moment when the mass
+    leaves its range)."""
+    c = np.asarray(coefficients, dtype=np.float64)
+    key = (chain, c.tobytes(), sigma, lam, block)
+    last = _FORWARD.get("last")  # one lookup: safe when threads share the memo
+    if last is not None and last.key == key:
+        return last
+    n = chain.n_steps
     checkpoints: dict[int, np.ndarray] = {}
     state = moments.initial_state(chain, lam)
     log_scale, mass = 0.0, float(state.sum())
@@ -144,7 +187,29 @@ def _forward_filter_backward_sample(
             state, log_total = _normalised(state)
             log_scale, mass = log_scale + log_total, 1.0
     state, log_total = _normalised(state)
-    log_z = log_scale + log_total
+    result = _ForwardPass(key, checkpoints, state, log_scale + log_total)
+    if (len(checkpoints) + 1) * state.nbytes <= FORWARD_MEMO_BYTES:
+        _FORWARD["last"] = result
+    else:
+        _FORWARD.pop("last", None)
+    return result
+
+
+def _forward_filter_backward_sample(
+    chain: ParticipationChain,
+    coefficients: np.ndarray,
+    products: moments.ColumnProducts,
+    sigma: float,
+    lam: int,
+    n_samples: int,
+    rng: np.random.Generator,
+    block: int,
+    compiled: bool = False,
+) -> EscortDraw:
+    b, p, n = chain.min_sep, chain.probability, chain.n_steps
+    forward = _forward_pass(chain, coefficients, products, sigma, lam, block)
+    checkpoints = dict(forward.checkpoints)  # popped below; the arrays are only read
+    state, log_z = forward.final, forward.log_z
 
     # The final joint state (slot b is empty, so never drawn).
     flat = state.ravel()

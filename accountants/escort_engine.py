@@ -64,9 +64,10 @@ from minsep.accountants.escort_setup import (
     choose_setup,
     escort_base_delta,
     escort_setups,
+    locate_setup,
     support_scale,
 )
-from minsep.accountants.escort_sweep import EscortSweep, escort_sweep
+from minsep.accountants.escort_sweep import EscortSweep, SweepEscorts, escort_sweep
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
@@ -90,6 +91,7 @@ __all__ = [
     "CHUNK_ELEMENTS",
     "DEFAULT_ORDERS",
     "ESCORT_MARGIN",
+    "LOCATE_STEPS",
     "PLAIN_ADD_LIMIT",
     "EscortChunkTask",
     "EscortProposal",
@@ -105,8 +107,11 @@ __all__ = [
 
 #: Pilot grid of epsilons (candidates are grid points; resolution eps_max / (size - 1)).
 PILOT_GRID = 2001
-#: Bisection steps of the escort's sweep-centring pilot (:meth:`EscortProposal.locate`).
-LOCATE_STEPS = 14
+#: Bisection steps of the escort's sweep-centring pilot (:meth:`EscortProposal.locate`): on
+#: the default range ``[2^-4, 2^8]`` ten halvings of ``ln sigma`` leave a bracket of width
+#: ``ln(4096) / 2^10 = 0.0081``, below one step ``ln 1.01`` of the default sweep; each step is
+#: a sampling call, and finer placement is lost in the pilot's noise. A planning rule only.
+LOCATE_STEPS = 10
 #: The planning formula ``min_samples(delta^(1 + r) / s, delta / s, R)`` alone gives a gap
 #: above r (the pilot's noise and the candidate ladder: the accepted candidate often sits at
 #: the ladder's second rung); an escort run sized by precision takes this multiple
@@ -409,9 +414,9 @@ class EscortProposal:
         i``. The add direction: ``"exact zero"``, else per entry the §10 bound, else plain add
         draws shared by the sweep; entries no route settles fail.
         """
-        setups, log_scale = self.sweep_plan(model, question.sweep, float(question.epsilon))
+        escorts = self.sweep_plan(model, question.sweep, float(question.epsilon))
         fits = self.plain_add_fits(question.samples, question.delta, 1)
-        return escort_sweep(model, question, setups, log_scale, fits, self.max_states)
+        return escort_sweep(model, question, escorts, fits)
 
     def pilot_target(self, samples: int, delta: float) -> float:
         """The escort's pilot locates where the remove direction's estimate crosses delta/2."""
@@ -423,16 +428,23 @@ class EscortProposal:
         it count as failing verification, as if the sweep were shorter. ConfigurationError
         (naming the orders and the sigma) when not even the first entry can run."""
         values = [float(s) for s in sweep]
+        orders = sorted(self.orders if self.order is None else (self.order,))
         runnable: list[float] = []
-        for sigma in values:
-            try:
-                self.setups(model, sigma)
-            except ConfigurationError:
+        for sigma in values:  # some order runs: tried cheapest first, stopping at one that does
+            if not any(self._runs(model, sigma, lam) for lam in orders):
                 break
             runnable.append(sigma)
         if not runnable:
             self.setups(model, values[0])  # raises, naming the orders and the sigma
         return runnable
+
+    def _runs(self, model: PrivacyLossModel, sigma: float, order: int) -> bool:
+        """Whether ``order`` is affordable and its forward pass runs at ``sigma``."""
+        try:
+            escort_setups(model, sigma, (order,), self.max_states)
+        except ConfigurationError:
+            return False
+        return True
 
     def sweep_order(self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float) -> int:
         """The order minimising the largest support bound ``max_i s_lam(sigma_i, eps)`` over
@@ -443,8 +455,9 @@ class EscortProposal:
         bound of an order is its bound at the smallest runnable sigma; orders are compared
         there (ties: the smaller order, :func:`~.escort_setup.choose_setup`). So whenever some
         order's bound is at most 1 at every runnable entry, the chosen order's is too, and no
-        entry is refused for it. The choice only affects cost, never soundness: the scale is
-        still the maximum over every entry, computed for the chosen order.
+        entry is refused for it. The choice only affects cost, never soundness: every entry
+        the walk samples has its bound checked against the scale (:class:`~.escort_sweep.
+        SweepEscorts`).
         """
         return self._order_over(model, self.runnable(model, sweep), float(epsilon))
 
@@ -454,24 +467,20 @@ class EscortProposal:
 
     def sweep_plan(
         self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float
-    ) -> tuple[list[EscortSetup], float]:
-        """The escorts of a calibration sweep's :meth:`runnable` entries, one per entry at
-        :meth:`sweep_order`'s order (the entries after them count as failing), and the common
-        ``ln s* = max_i ln s_lam(sigma_i, eps)``; computed before any draw. ConfigurationError
-        when no order runs at the first entry or ``s* > 1`` (the escort cannot beat plain
-        sampling there)."""
+    ) -> SweepEscorts:
+        """The escorts of a calibration sweep's :meth:`runnable` entries at :meth:`sweep_order`'s
+        order (the entries after them count as failing) and the common ``ln s* = max_i ln
+        s_lam(sigma_i, eps)``, the bound at the smallest runnable sigma (``Z_lam`` is
+        non-increasing in sigma); fixed before any draw, each entry's escort computed when the
+        walk reaches it (:class:`~.escort_sweep.SweepEscorts`). ConfigurationError when no
+        order runs at the first entry or ``s* > 1`` (the escort cannot beat plain sampling
+        there)."""
         eps = float(epsilon)
         runnable = self.runnable(model, sweep)
-        order = self._order_over(model, runnable, eps)
-        setups: list[EscortSetup] = []
-        for sigma in runnable:
-            try:
-                setups.append(escort_setups(model, sigma, (order,), self.max_states)[0])
-            except ConfigurationError:
-                break
-        log_scale = max(s.log_support(eps) for s in setups)
-        support_scale(log_scale, order, eps)
-        return setups, log_scale
+        smallest = choose_setup(self.setups(model, min(runnable)), eps)
+        log_scale = smallest.log_support(eps)
+        support_scale(log_scale, smallest.order, eps)
+        return SweepEscorts(model, tuple(runnable), smallest, log_scale, self.max_states)
 
     def _tally(
         self,
@@ -493,22 +502,24 @@ class EscortProposal:
 
     def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float:
         """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``
-        (``steps`` halvings, 14 by default).
+        (``steps`` halvings, :data:`LOCATE_STEPS` by default).
 
-        No guarantee; it only centres the sweep that Algorithm 5 verifies. A sigma too small
-        for every affordable order counts as failing. Raises CalibrationError when even
-        ``high`` fails.
+        No guarantee; it only centres the sweep that Algorithm 5 verifies. Each step's escort
+        is :func:`~.escort_setup.locate_setup`'s (a cheap order where it is precise enough). A
+        sigma too small for every affordable order counts as failing. Raises CalibrationError
+        when even ``high`` fails.
         """
         epsilon, target, samples, seed = pilot.epsilon, pilot.target, pilot.samples, pilot.seed
         config, low, high = pilot.config, pilot.low, pilot.high
         steps = LOCATE_STEPS if pilot.steps is None else pilot.steps
 
+        orders = self.orders if self.order is None else (self.order,)
+
         def passes(sigma: float, step: int) -> bool:
             try:
-                setups = self.setups(model, sigma)
+                setup = locate_setup(model, sigma, float(epsilon), target, orders, self.max_states)
             except ConfigurationError:
                 return False
-            setup = choose_setup(setups, float(epsilon))
             if setup.log_support(float(epsilon)) <= math.log(target):
                 return True
             log_scale = setup.log_support(float(epsilon))

@@ -36,7 +36,7 @@ from minsep.accountants.add_bound import (
     phase_add_bound,
 )
 from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
-from minsep.accountants.escort import EscortDraw, sample_escort_counts
+from minsep.accountants.escort import EscortDraw, forward_log_moment, sample_escort_counts
 from minsep.accountants.phase_escort import sample_phase_escort_counts
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.phase_mixture import PhaseMixture
@@ -120,7 +120,8 @@ class ChainEscortLaw:
         return moments.stored_states(self.chain.min_sep, order) <= max_states
 
     def log_moment(self, sigma: float, order: int, max_states: int) -> float:
-        return moments.log_moment(
+        # the escort's checkpointing pass: the same float, kept for the draws that follow
+        return forward_log_moment(
             self.chain, self.coefficients, sigma, order, max_states=max_states
         )
 

@@ -19,7 +19,13 @@ import attrs
 
 from minsep.accountants.escort_add import add_bound, add_threshold, chosen_add_bound
 from minsep.accountants.escort_sampling import EscortSampler
-from minsep.accountants.escort_setup import EscortSetup, escort_base_delta, support_scale
+from minsep.accountants.escort_setup import (
+    EscortSetup,
+    escort_base_delta,
+    escort_setups,
+    support_scale,
+)
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
@@ -29,26 +35,58 @@ from minsep.framework.montecarlo.proposals import SweepQuestion
 from minsep.framework.montecarlo.sampling import EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK
 
-__all__ = ["EscortSweep", "escort_sweep"]
+__all__ = ["EscortSweep", "SweepEscorts", "escort_sweep"]
+
+
+@attrs.frozen
+class SweepEscorts:
+    """The escorts of a calibration sweep (:meth:`~.escort_engine.EscortProposal.sweep_plan`):
+    the runnable entries' sigmas (most private first), the escort at the smallest of them
+    (its order serves every entry) and the common ``ln s*``, that escort's bound.
+
+    ``Z_lam`` is non-increasing in sigma (docs/rdp-escort.md §8), so ``s*`` is the largest
+    bound over the runnable entries; an entry's own escort is computed only when the walk
+    reaches it (the forward pass of ``ln Z`` is the costly part), and an entry whose computed
+    bound exceeded ``s*`` (rounding only) or whose pass cannot run would fail, never sample
+    past the scale."""
+
+    model: PrivacyLossModel
+    sigmas: tuple[float, ...]
+    smallest: EscortSetup
+    log_scale: float
+    max_states: int
+
+    @property
+    def order(self) -> int:
+        return self.smallest.order
+
+    def setup(self, index: int, epsilon: float) -> EscortSetup | None:
+        """Entry ``index``'s escort at :attr:`order` (None: past the runnable entries, its
+        pass cannot run, or its bound at ``epsilon`` is above ``s*``)."""
+        if index >= len(self.sigmas):
+            return None
+        try:
+            setup = escort_setups(self.model, self.sigmas[index], (self.order,), self.max_states)
+        except ConfigurationError:
+            return None
+        return setup[0] if setup[0].log_support(epsilon) <= self.log_scale else None
 
 
 def escort_sweep(
     model: PrivacyLossModel,
     question: SweepQuestion,
-    setups: Sequence[EscortSetup],
-    log_scale: float,
+    escorts: SweepEscorts,
     add_fits: bool,
-    max_states: int,
 ) -> EscortSweep:
-    """The plan of an escort sweep whose runnable entries have ``setups`` (one order) and the
-    common scale ``ln s* = log_scale``; ``add_fits``: plain add draws can verify ``delta``
+    """The plan of an escort sweep whose runnable entries have ``escorts`` (one order, the
+    common scale ``ln s* = escorts.log_scale``); ``add_fits``: plain add draws can verify ``delta``
     (else entries the §10 bound does not settle fail). Plain add draws, when the route needs
     them, are drawn here (stage ``calibrate add``); escort draws entry by entry in
     :meth:`EscortSweep.check`."""
     sweep, eps, delta = question.sweep, float(question.epsilon), question.delta
     samples, seed, stream = question.samples, question.seed, question.stream
     config = question.config or EngineConfig()
-    order = setups[0].order
+    order, log_scale = escorts.order, escorts.log_scale
     scale = support_scale(log_scale, order, eps)
     x_b = escort_base_delta(samples, min(delta / scale, 0.5), delta, scale)
     handled = "exact zero" if eps >= add_threshold(model) else "plain"
@@ -74,8 +112,7 @@ def escort_sweep(
         sweep=sweep,
         epsilon=eps,
         delta=float(delta),
-        setups=tuple(setups),
-        log_scale=log_scale,
+        escorts=escorts,
         x_b=x_b,
         settled=tuple(settled),
         add_tally=add_tally,
@@ -84,10 +121,9 @@ def escort_sweep(
         seed=seed,
         stream=stream,
         config=config,
-        max_states=max_states,
         base_delta=x_b * scale,
         failure_probability=failure,
-        info=ProposalInfo("escort", order, setups[-1].log_z, scale, handled),
+        info=ProposalInfo("escort", order, escorts.smallest.log_z, scale, handled),
     )
 
 
@@ -99,8 +135,7 @@ class EscortSweep:
     sweep: tuple[float, ...]
     epsilon: float
     delta: float
-    setups: tuple[EscortSetup, ...]
-    log_scale: float
+    escorts: SweepEscorts
     x_b: float
     settled: tuple[bool, ...]
     add_tally: SweepTally | None
@@ -109,20 +144,25 @@ class EscortSweep:
     seed: int
     stream: int
     config: EngineConfig
-    max_states: int
     base_delta: float
     failure_probability: float
     info: ProposalInfo
 
     def check(self, index: int) -> tuple[float, bool]:
         """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
-        and the add direction's route; an entry past the runnable ones fails (NaN)."""
-        if index >= len(self.setups):
+        and the add direction's route (its bounds only where the remove direction passed: the
+        observed delta of a failing entry may then be the remove direction's alone); an entry
+        past the runnable ones fails (NaN)."""
+        eps = self.epsilon
+        setup = self.escorts.setup(index, eps)
+        if setup is None:
             return math.nan, False
-        setup, eps = self.setups[index], self.epsilon
         observed, passed = 0.0, True
         if setup.log_support(eps) > math.log(self.delta):
-            sampler = EscortSampler(self.model, setup, self.log_scale, self.config, self.max_states)
+            escorts = self.escorts
+            sampler = EscortSampler(
+                self.model, setup, escorts.log_scale, self.config, escorts.max_states
+            )
             tally = sampler.tally(
                 (eps,), n_samples=self.samples, seed=self.seed, stream=self.stream,
                 description=f"escort calibrate {index}",
@@ -135,7 +175,9 @@ class EscortSweep:
             add_mean = self.add_tally.delta(index, 0)
             observed = max(observed, add_mean)
             passed = passed and add_mean <= self.add_base
-        elif not self.settled[index]:  # no plain add draws: the bounds of §10 and §10.1
+        elif not self.settled[index] and passed:  # no plain add draws: §10 and §10.1
+            # (skipped where the remove direction already failed: the entry fails either way,
+            # and the §10.1 block bound is the costliest check of an entry)
             add_delta = self._bounded_add_delta(index)
             observed = max(observed, add_delta)
             passed = passed and add_delta <= self.delta
@@ -160,8 +202,8 @@ class EscortSweep:
 
     def refusal(self, deltas: Sequence[float]) -> str:
         return (
-            f"Algorithm 5 (escort, order {self.setups[0].order}): the most private sigma "
+            f"Algorithm 5 (escort, order {self.escorts.order}): the most private sigma "
             f"{self.sweep[0]:.6g} fails verification (delta_hat {deltas[0]:.3g} at epsilon "
-            f"{self.epsilon:g}, support bound {math.exp(self.log_scale):.3g}); start the sweep "
-            f"higher, use more samples, or {FALLBACK}"
+            f"{self.epsilon:g}, support bound {math.exp(self.escorts.log_scale):.3g}); start "
+            f"the sweep higher, use more samples, or {FALLBACK}"
         )

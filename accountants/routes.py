@@ -39,6 +39,7 @@ from minsep.accountants.escort_engine import (
     CHUNK_ELEMENTS,
     DEFAULT_ORDERS,
     ESCORT_MARGIN,
+    LOCATE_STEPS,
     EscortProposal,
     add_threshold,
     choose_setup,
@@ -282,16 +283,17 @@ def _escort_estimate(
             steps=10,
         )
         sweep = accountant.sweep.points(centre)
-        setups, log_support = proposal.sweep_plan(model, sweep, epsilon)
-        setup, sigma = setups[0], centre
+        escorts = proposal.sweep_plan(model, sweep, epsilon)
+        setup, log_support, sigma = escorts.smallest, escorts.log_scale, centre
     return sigma, epsilon, log_support, measure_escort_seconds(model, setup)
 
 
 def _escort_stages(question: str, samples: int, pilot: int) -> list[int]:
     """Draws of each escort sampling call of a run: pilot and verification (a calibration:
-    a 14-step locating pilot, then ``WALKED_ENTRIES`` sweep entries of ``samples`` each)."""
+    a :data:`~.escort_engine.LOCATE_STEPS`-step locating pilot, then ``WALKED_ENTRIES``
+    sweep entries of ``samples`` each)."""
     if question == "calibrate":
-        return [pilot] * 14 + [samples] * WALKED_ENTRIES
+        return [pilot] * LOCATE_STEPS + [samples] * WALKED_ENTRIES
     return [pilot, samples]
 
 
@@ -316,7 +318,8 @@ def _escort_seconds(
         for size in _escort_stages(question, samples, pilot)
     )
     orders = len(DEFAULT_ORDERS)
-    passes = orders if question != "calibrate" else 15 * orders + len(accountant.sweep.points(1.0))
+    entries = len(accountant.sweep.points(1.0))
+    passes = orders if question != "calibrate" else (LOCATE_STEPS + 1) * orders + entries
     return total / max(accountant.run.workers, 1) + passes * fixed / 2
 
 

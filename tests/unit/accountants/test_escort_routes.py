@@ -7,6 +7,9 @@ cannot run, ``auto`` answers with plain sampling and says so instead of raising.
 
 from __future__ import annotations
 
+import math
+
+import attrs
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
@@ -17,9 +20,12 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     escort_setups,
 )
+from minsep.accountants.escort_setup import LOCATE_RATIO, locate_setup
+from minsep.accountants.escort_sweep import escort_sweep
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import EngineConfig, calibrate_sweep
+from minsep.framework.montecarlo.proposals import SweepQuestion
 from minsep.schemes.b_min_sep import BMinSep
 from minsep.schemes.b_min_sep.loss import BMinSepLossModel
 from minsep.strategies import BandedToeplitz
@@ -143,3 +149,84 @@ def test_sweep_order_is_compared_at_every_entry() -> None:
             worst[lam] = max(bounds)
         order = EscortProposal().sweep_order(model, sweep, epsilon)
         assert worst[order] == min(worst.values()), (sweep, worst)
+
+
+def bmin_sep() -> BMinSepLossModel:
+    return BMinSepLossModel(
+        coefficients=(1.0, 0.6, 0.3), n_steps=40, min_sep=4, probability=0.1, warm_start=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "sweep", "epsilon"),
+    [(dp_sgd(), SWEEP, EPSILON), (bmin_sep(), (1.6, 1.3, 1.1, 0.9, 0.8), 1.5)],
+)
+def test_sweep_scale_is_the_largest_bound_over_every_entry(
+    model: BMinSepLossModel, sweep: tuple[float, ...], epsilon: float
+) -> None:
+    """s* is taken at the smallest runnable sigma without computing the other entries (Z_lam
+    is non-increasing in sigma): brute force over every entry, each entry's lazy escort is the
+    eager one, and none has a bound above s*."""
+    escorts = EscortProposal().sweep_plan(model, sweep, epsilon)
+    eager = [escort_setups(model, s, (escorts.order,))[0] for s in escorts.sigmas]
+    assert escorts.log_scale == max(s.log_support(epsilon) for s in eager)
+    for i, setup in enumerate(eager):
+        assert escorts.setup(i, epsilon) == setup
+    assert escorts.setup(len(escorts.sigmas), epsilon) is None
+
+
+def test_an_entry_above_the_scale_fails_without_sampling() -> None:
+    escorts = EscortProposal().sweep_plan(bmin_sep(), (1.6, 1.3, 1.1), 1.5)
+    lowered = attrs.evolve(escorts, log_scale=escorts.log_scale - 1e-6)  # as if rounding moved it
+    assert lowered.setup(2, 1.5) is None and lowered.setup(0, 1.5) is not None
+    sweep = escort_sweep(
+        bmin_sep(), SweepQuestion((1.6, 1.3, 1.1), 1.5, 1e-2, 2_000, 1, QUIET, 1), lowered, True
+    )
+    observed, passed = sweep.check(2)
+    assert not passed and math.isnan(observed)
+
+
+def test_the_locating_pilot_prefers_a_cheap_order_only_while_it_is_tight() -> None:
+    """b = 8: orders up to 5 have at most 9^5 states (LOCATE_STATES), order 6 has 9^6. The
+    pilot's escort is the best cheap order while its bound is within LOCATE_RATIO of the
+    target, else the best of every order (a planning rule: it only centres the sweep)."""
+    model = BMinSepLossModel(
+        coefficients=(1.0, 0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.01),
+        n_steps=24,
+        min_sep=8,
+        probability=0.05,
+        warm_start=False,
+    )
+    orders, sigma, eps = (2, 3, 4, 5, 6), 1.5, 2.0
+    every = escort_setups(model, sigma, orders)
+    best = choose_setup(every, eps)
+    cheap = choose_setup([s for s in every if s.order <= 5], eps)
+    assert best.order == 6 and cheap.order < 6  # the case is one where the rule matters
+    loose = math.exp(cheap.log_support(eps)) / LOCATE_RATIO
+    assert locate_setup(model, sigma, eps, loose * 1.01, orders, 1 << 24) == cheap
+    assert locate_setup(model, sigma, eps, loose * 0.99, orders, 1 << 24) == best
+    assert locate_setup(model, sigma, eps, loose, (6,), 1 << 24) == best  # no cheap order
+
+
+def test_an_entry_whose_remove_direction_fails_skips_the_add_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The §10.1 block bound is an entry's costliest check: where the remove direction already
+    failed the entry fails without it; where it passed, the add bound still decides."""
+    model, sweep = bmin_sep(), (1.6, 1.3, 1.1)
+    escorts = EscortProposal().sweep_plan(model, sweep, 1.5)
+    plan = escort_sweep(model, SweepQuestion(sweep, 1.5, 1e-2, 2_000, 1, QUIET, 1), escorts, False)
+    asked: list[int] = []
+
+    def add_fails(self: object, index: int) -> float:
+        asked.append(index)
+        return 1.0
+
+    monkeypatch.setattr(type(plan), "_bounded_add_delta", add_fails)
+    unsettled = attrs.evolve(plan, settled=(False,) * 3)
+    assert escorts.setup(2, 1.5) is not None
+    assert escorts.setup(2, 1.5).log_support(1.5) > math.log(1e-2)  # entry 2 samples
+    observed, passed = attrs.evolve(unsettled, x_b=-1.0).check(2)  # the remove check fails
+    assert not passed and observed < 1.0 and asked == []
+    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)  # it passes: add decides
+    assert not passed and observed == 1.0 and asked == [2]
