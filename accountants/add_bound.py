@@ -166,6 +166,11 @@ class AddDirectionBound:
     noise: float = attrs.field(validator=number(low=0.0, low_open=True))
     log_no_participation: float = attrs.field(validator=number(high=0.0))
 
+    @property
+    def failure(self) -> float:
+        """0: the bound is deterministic (the sampled block bound of §10.1 has a beta)."""
+        return 0.0
+
     def log_moment(self, kappa: float) -> float:
         """An upper bound on ``ln E_Q[U^-kappa]``: ``n ln h(p)``."""
         return self.n_steps * log_h_upper(self.probability, self.noise, kappa)

@@ -156,7 +156,7 @@ def block_factors(
         avail[:, t + 1] += (1.0 - p) * here
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         total = avail[:, length:].sum(axis=1)
-        return np.log(total)
+        return np.asarray(np.log(total), dtype=np.float64)
 
 
 def empirical_bernstein_upper(

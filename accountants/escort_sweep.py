@@ -192,9 +192,7 @@ class EscortSweep:
         sigma, eps = self.sweep[index], self.epsilon
         if self.info.add != "block bound":
             return add_bound(self.model, sigma).delta(eps)
-        route, bound = chosen_add_bound(self.model, sigma, self.delta, self.seed, eps)
-        if route != "block bound":
-            return bound.delta(eps)
+        _, bound = chosen_add_bound(self.model, sigma, self.delta, self.seed, eps)
         return min(bound.delta(eps) + (len(self.sweep) - 1) * bound.failure, 1.0)
 
     def unchecked(self, index: int) -> float:
