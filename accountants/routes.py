@@ -34,7 +34,7 @@ from typing import Protocol
 
 import attrs
 
-from minsep.accountants.escort_add import AddBound, add_bound, chosen_add_bound
+from minsep.accountants.escort_add import chosen_add_bound
 from minsep.accountants.escort_engine import (
     CHUNK_ELEMENTS,
     DEFAULT_ORDERS,
@@ -123,13 +123,13 @@ def add_needs_sampling(
     sigma: float | None = None,
     delta: float | None = None,
     slack: float | None = None,
-    seed: int | None = None,
+    seed: int = 0,
 ) -> bool:
     """Whether the add direction at ``epsilon`` is verified by plain sampling in an escort run.
 
     Not at or above ``ln(1 / pi(empty))`` (exactly 0, docs/rdp-escort.md §8), nor, at a known
     ``sigma`` and ``delta``, where the bound the run would use suffices (the deterministic one
-    of docs/math.md §10, or with a ``seed`` also the sampled block bound of §10.1 from it,
+    of docs/math.md §10, else the sampled block bound of §10.1 from ``seed``,
     :func:`~minsep.accountants.escort_add.chosen_add_bound`): its
     delta at ``epsilon`` is at most ``delta``, or its epsilon at ``delta`` is at most
     ``epsilon * (1 + slack)`` (an epsilon question releases the larger of the two directions'
@@ -140,10 +140,7 @@ def add_needs_sampling(
         return False
     if sigma is None or delta is None:
         return True
-    if seed is None:
-        bound: AddBound = add_bound(model, float(sigma))
-    else:
-        _, bound = chosen_add_bound(model, float(sigma), float(delta), seed, eps)
+    _, bound = chosen_add_bound(model, float(sigma), float(delta), seed, eps)
     if bound.delta(eps) <= float(delta):
         return False
     return slack is None or not bound.epsilon(float(delta)) <= eps * (1.0 + slack)
@@ -226,14 +223,12 @@ def _add_first(
             return None  # the pilot reports it
         epsilon = min(s.epsilon_at(math.log(delta)) for s in setups)
     slack = None if question == "calibrate" else precision
-    if not add_needs_sampling(
-        model, epsilon, sigma, delta, slack, _route_seed(accountant, question)
-    ):
+    if not add_needs_sampling(model, epsilon, sigma, delta, slack, _route_seed(accountant)):
         return None
     return _add_reason(model, epsilon, sigma)
 
 
-def _route_seed(accountant: Asker, question: str) -> int:
+def _route_seed(accountant: Asker) -> int:
     """The seed of the block bound the run would use (0 when the run draws fresh entropy: the
     route is a planning rule, any seed serves it)."""
     return accountant.seed if accountant.seed is not None else 0
@@ -359,7 +354,7 @@ def choose_route(
             why_not = f"the escort cannot run here ({exc})"
         else:
             slack = None if question == "calibrate" else precision
-            seed = _route_seed(accountant, question)
+            seed = _route_seed(accountant)
             if add_needs_sampling(model, epsilon, sigma, delta, slack, seed):
                 why_not = _add_reason(model, epsilon, sigma)
             else:

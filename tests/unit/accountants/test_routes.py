@@ -70,7 +70,6 @@ def test_plain_is_kept_where_the_add_direction_needs_sampling(
         def epsilon(self, delta: float) -> float:
             return math.inf
 
-    monkeypatch.setattr(routes, "add_bound", lambda model, sigma: Loose())
     monkeypatch.setattr(routes, "chosen_add_bound", lambda *args: ("deterministic", Loose()))
     scheme, strategy = pair()
     numbers = {"epsilon": 0.5, "delta": DELTA}  # below ln(1/pi(empty)) ~ 1
