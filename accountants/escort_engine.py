@@ -506,7 +506,8 @@ class EscortProposal:
 
         No guarantee; it only centres the sweep that Algorithm 5 verifies. Each step's escort
         is :func:`~.escort_setup.locate_setup`'s (a cheap order where it is precise enough). A
-        sigma too small for every affordable order counts as failing. Raises CalibrationError
+        sigma too small for every affordable order, or where the best one's support bound is
+        above 1 (the escort says nothing there), counts as failing. Raises CalibrationError
         when even ``high`` fails.
         """
         epsilon, target, samples, seed = pilot.epsilon, pilot.target, pilot.samples, pilot.seed
@@ -520,9 +521,13 @@ class EscortProposal:
                 setup = locate_setup(model, sigma, float(epsilon), target, orders, self.max_states)
             except ConfigurationError:
                 return False
-            if setup.log_support(float(epsilon)) <= math.log(target):
-                return True
             log_scale = setup.log_support(float(epsilon))
+            if log_scale <= math.log(target):
+                return True
+            if log_scale > 0.0:
+                # s > 1: the escort is no better than plain sampling here and e^log_scale may
+                # not even be a float; like a sigma no order runs at, it counts as failing
+                return False
             tally = self._tally(
                 model, setup, log_scale, float(epsilon), samples, seed, PILOT_STREAM, config,
                 f"escort locate {step}",

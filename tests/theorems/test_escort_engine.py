@@ -442,3 +442,24 @@ def test_deterministic_add_route_is_sound_and_draws_no_add_samples(delta: float)
         assert cert.samples < 10**6
         assert cert.certified >= exact
         assert cert.certified <= exact * 1.1
+
+
+def test_locate_counts_a_support_bound_above_one_as_failing() -> None:
+    """At sigma = 0.05 every order's ``ln s_lam`` is in the thousands (e^ln s overflows a
+    float): the pilot must treat such sigma as too small, not crash (``minsep train`` at
+    epsilon 8 once died there with OverflowError)."""
+    from minsep.framework.errors import CalibrationError
+    from minsep.framework.montecarlo import locate_sigma
+
+    model, proposal = dp_sgd(), EscortProposal()
+    assert max(s.log_support(1.0) for s in proposal.setups(model, 0.05)) > 800.0
+    with pytest.raises(CalibrationError, match="even sigma"):
+        locate_sigma(
+            model, 1.0, 1e-5, samples=2_000, seed=0, config=QUIET, low=0.02, high=0.05,
+            proposal=proposal,
+        )  # fmt: skip
+    centre = locate_sigma(
+        model, 1.0, 1e-5, samples=2_000, seed=0, config=QUIET, low=0.02, high=8.0,
+        proposal=proposal,
+    )  # fmt: skip
+    assert 0.05 < centre < 8.0
