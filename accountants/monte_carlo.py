@@ -127,7 +127,9 @@ class MonteCarloAccountant(Accountant):
             with pilot ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
         routed: the route chooser's reason when :meth:`route` fixed ``proposal`` (the notes
             then say the route chose it, not the caller), or None.
-        sweep: Algorithm 5's sweep and the pilot's sigma range (:class:`CalibrationSweep`).
+        sweep: Algorithm 5's sweep and the pilot's sigma range (:class:`CalibrationSweep`);
+            with ``precision`` set, its ratio is coarsened to ``1 + precision / 10`` where that
+            is coarser (:attr:`calibration_sweep`).
         run: how the draws run (:class:`RunSettings`: backend, chunk size, memory budget,
             workers, executor, scheduler, checkpoint, progress, time limit). Both accept a
             mapping of their options, and their options are also the accountant's flat options
@@ -260,6 +262,12 @@ class MonteCarloAccountant(Accountant):
             return  # the question itself reports it
         self._start_workers(model, float(sigma))
 
+    @property
+    def calibration_sweep(self) -> CalibrationSweep:
+        """The sweep a calibration verifies: :attr:`sweep`, coarsened for a calibration sized
+        by :attr:`precision` (:meth:`CalibrationSweep.for_precision`)."""
+        return self.sweep.for_precision(self.precision)
+
     def _pilot(self) -> int:
         return self.pilot_samples or max(self.samples // 4, 1000)
 
@@ -283,7 +291,7 @@ class MonteCarloAccountant(Accountant):
     def _plan(
         self, model: PrivacyLossModel, question: str, sigma: float, *, measure: bool
     ) -> RunPlan:
-        stages = planning.stages(question, self._pilot(), self.samples, self.sweep)
+        stages = planning.stages(question, self._pilot(), self.samples, self.calibration_sweep)
         executor = self._executor()
         return planning.plan_run(
             model, question, sigma, stages, self.run, executor, measure=measure
@@ -330,10 +338,11 @@ class MonteCarloAccountant(Accountant):
         sigma = float(numbers.get("sigma", 1.0))
 
         def plain_seconds() -> float | None:
-            plain = attrs.evolve(self, samples=plain_m)
+            plain = attrs.evolve(self, samples=plain_m, precision=precision)
             return plain.plan(scheme, strategy, question, sigma).estimated_seconds
 
-        route = choose_route(self, model, question, numbers, precision, max_seconds, plain_seconds)
+        asker = attrs.evolve(self, precision=precision)  # its calibration sweep, as it will run
+        route = choose_route(asker, model, question, numbers, precision, max_seconds, plain_seconds)
         if route.refused:
             return self, route
         chosen = attrs.evolve(
@@ -491,17 +500,18 @@ class MonteCarloAccountant(Accountant):
         self._start_workers(model, 1.0)
         self._announce(model, "calibrate", 1.0, proposal, float(epsilon))
         pilot: dict[str, Any] = {"samples": self._pilot(), "seed": seed, "config": config}
+        grid = self.calibration_sweep
         centre = None
         if proposal is not None and self.proposal == "auto":
-            centre, failure = self.sweep.escort_centre(
+            centre, failure = grid.escort_centre(
                 proposal, model, epsilon, delta, self.samples, **pilot
             )
             if failure is not None:
                 plain_after_escort(self.samples, float(delta), 1, failure)
                 proposal, why = None, (*why, fallback_note(failure))
         if centre is None:
-            centre = self.sweep.centre(model, epsilon, delta, proposal, self.samples, **pilot)
-        sweep = self.sweep.points(centre)
+            centre = grid.centre(model, epsilon, delta, proposal, self.samples, **pilot)
+        sweep = grid.points(centre)
         result = calibrate_sweep(
             model,
             sweep,
@@ -513,7 +523,7 @@ class MonteCarloAccountant(Accountant):
             proposal=proposal,
         )
         estimate = estimate_index(result.deltas, delta)
-        notes = calibration_notes(result, sweep, len(self.sweep.sweep_guards), estimate)
+        notes = calibration_notes(result, sweep, len(grid.sweep_guards), estimate)
         notes += [*why, *proposal_notes(result.proposal)]
         return CalibrationResult(
             **self._provenance(question, model),

@@ -93,6 +93,8 @@ class Asker(Protocol):
     @property
     def sweep(self) -> CalibrationSweep: ...
     @property
+    def calibration_sweep(self) -> CalibrationSweep: ...
+    @property
     def run(self) -> RunSettings: ...
 
     def _pilot(self) -> int: ...
@@ -277,7 +279,7 @@ def _escort_estimate(
             proposal=proposal,
             steps=10,
         )
-        sweep = accountant.sweep.points(centre)
+        sweep = accountant.calibration_sweep.points(centre)
         escorts = proposal.sweep_plan(model, sweep, epsilon)
         setup, log_support, sigma = escorts.smallest, escorts.log_scale, centre
     return sigma, epsilon, log_support, measure_escort_seconds(model, setup)
@@ -313,7 +315,7 @@ def _escort_seconds(
         for size in _escort_stages(question, samples, pilot)
     )
     orders = len(DEFAULT_ORDERS)
-    entries = len(accountant.sweep.points(1.0))
+    entries = len(accountant.calibration_sweep.points(1.0))
     passes = orders if question != "calibrate" else (LOCATE_STEPS + 1) * orders + entries
     return total / max(accountant.run.workers, 1) + passes * fixed / 2
 

@@ -125,3 +125,31 @@ def test_workers_do_not_change_the_answer() -> None:
     two = configure(acc, workers=2).epsilon(ToyScheme(), ToyStrategy(), 1.0, 1e-2)
     assert (one.epsilon, one.certified_epsilon) == (two.epsilon, two.certified_epsilon)
     assert math.isfinite(one.certified_epsilon)
+
+
+@pytest.mark.parametrize("precision", [0.2, 0.3, 1.0])
+def test_a_loose_precision_coarsens_the_calibration_sweep_over_the_same_range(
+    precision: float,
+) -> None:
+    """``--precision r`` verifies a sweep of ratio ``1 + r / 10`` (fewer sigmas, each an
+    evaluation of every draw) spanning at least the default's range below its top."""
+    default = CalibrationSweep()
+    coarse = default.for_precision(precision)
+    assert coarse.sweep_ratio == pytest.approx(1.0 + precision / 10.0)
+    assert coarse.sweep_size < default.sweep_size
+    assert coarse.sweep_ratio**coarse.sweep_size >= default.sweep_ratio**default.sweep_size
+    assert coarse.sweep_guards == default.sweep_guards
+    accountant = accountants.get("monte_carlo")(precision=precision)
+    assert accountant.calibration_sweep == coarse
+
+
+@pytest.mark.parametrize("precision", [None, 0.01, 0.05, 0.1])
+def test_a_tight_or_absent_precision_keeps_the_calibration_sweep(
+    precision: float | None,
+) -> None:
+    """Up to precision 0.1 the default sweep (ratio 1.01) stays; a finer one the caller set
+    stays while ``1 + r / 10`` is not coarser."""
+    assert CalibrationSweep().for_precision(precision) == CalibrationSweep()
+    fine = CalibrationSweep(sweep_ratio=1.001, sweep_size=30)
+    assert fine.for_precision(None if precision is None else 0.01) == fine
+    assert CalibrationSweep(sweep_ratio=1.005).for_precision(0.1).sweep_ratio == pytest.approx(1.01)
