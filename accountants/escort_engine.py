@@ -524,9 +524,7 @@ class EscortProposal:
             log_scale = setup.log_support(float(epsilon))
             if log_scale <= math.log(target):
                 return True
-            if log_scale > 0.0:
-                # s > 1: the escort is no better than plain sampling here and e^log_scale may
-                # not even be a float; like a sigma no order runs at, it counts as failing
+            if log_scale > 0.0:  # s > 1 (e^log_scale may overflow): counts as failing
                 return False
             tally = self._tally(
                 model, setup, log_scale, float(epsilon), samples, seed, PILOT_STREAM, config,
