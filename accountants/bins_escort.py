@@ -37,9 +37,10 @@ BINS_MAX_WORK = 2**32
 
 
 def sample_bins_escort_counts(
-    coefficients: tuple[float, ...] | np.ndarray,
+    gram: np.ndarray,
     n_steps: int,
     cycle_length: int,
+    bands: int,
     sigma: float,
     order: int,
     n_samples: int,
@@ -58,7 +59,7 @@ def sample_bins_escort_counts(
 
     owner = "sample_bins_escort_counts"
     bins = bins_moments.prepare(
-        coefficients, n_steps, cycle_length, sigma, order, max_entries, owner
+        gram, n_steps, cycle_length, bands, sigma, order, max_entries, owner
     )
     check_range(owner, "n_samples", n_samples, low=1, integer=True)
     lam, t = bins.order, int(cycle_length)
@@ -115,6 +116,10 @@ def _pick(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.asarray((u[:, None] < cumulative).argmax(axis=1), dtype=np.int64)
 
 
+def _float_array(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)
+
+
 def _float_tuple(values: tuple[float, ...] | np.ndarray) -> tuple[float, ...]:
     return tuple(float(v) for v in np.asarray(values, dtype=np.float64).ravel())
 
@@ -130,6 +135,8 @@ class BinsEscortLaw:
     n_steps: int
     cycle_length: int
     coefficients: tuple[float, ...] = attrs.field(converter=_float_tuple)
+    #: the non-empty bins' Gram matrix (``BallsInBinsLossModel.gram()``)
+    gram: np.ndarray = attrs.field(converter=_float_array, eq=False)
 
     def __attrs_post_init__(self) -> None:
         check_range("BinsEscortLaw", "n_steps", self.n_steps, low=1, integer=True)
@@ -165,9 +172,10 @@ class BinsEscortLaw:
 
     def log_moment(self, sigma: float, order: int, max_states: int) -> float:
         return bins_moments.log_moment(
-            self.coefficients,
+            self.gram,
             self.n_steps,
             self.cycle_length,
+            len(self.coefficients),
             sigma,
             order,
             max_entries=max_states,
@@ -177,9 +185,10 @@ class BinsEscortLaw:
         self, sigma: float, order: int, n_samples: int, rng: np.random.Generator, max_states: int
     ) -> EscortDraw:
         return sample_bins_escort_counts(
-            self.coefficients,
+            self.gram,
             self.n_steps,
             self.cycle_length,
+            len(self.coefficients),
             sigma,
             order,
             n_samples,

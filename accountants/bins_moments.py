@@ -262,29 +262,37 @@ def _log_factorial(values: np.ndarray) -> np.ndarray:
 
 
 def prepare(
-    coefficients: tuple[float, ...] | np.ndarray,
+    gram: np.ndarray,
     n_steps: int,
     cycle_length: int,
+    bands: int,
     sigma: float,
     order: int,
     max_entries: int,
     owner: str,
 ) -> BinsPass:
-    """Check the inputs and build the pass (ConfigurationError naming the parameter: order <
-    2, sigma <= 0, bands > T, a state array above ``max_entries``)."""
-    from minsep.schemes.balls_in_bins.loss import bin_gram
-
+    """Check the inputs and build the pass. ``gram``: the ``min(T, n)`` non-empty bins' Gram
+    matrix of ``bands`` bands (``bin_gram`` of :mod:`minsep.schemes.balls_in_bins.loss`).
+    ConfigurationError naming the parameter: order < 2, sigma <= 0, bands > T, a gram of the
+    wrong shape, one boundary's state array above ``max_entries``."""
     lam = check_order(owner, order)
     check_range(owner, "sigma", sigma, low=0.0, low_open=True)
     check_range(owner, "max_entries", max_entries, low=1, integer=True)
-    c = tuple(float(x) for x in np.asarray(coefficients, dtype=np.float64))
-    k, n, t = len(c), int(n_steps), int(cycle_length)
+    check_range(owner, "bands", bands, low=1, integer=True)
+    k, n, t = int(bands), int(n_steps), int(cycle_length)
     if k > t:
         raise ConfigurationError(
             f"{owner}.bands = {k} is invalid: must be <= T = {t} (the bins' cycle length; "
             "with more bands than bins two steps of one bin share a band and the window of the "
             "transfer pass would cover the whole ring)",
             parameter="bands",
+        )
+    g = np.asarray(gram, dtype=np.float64)
+    if g.shape != (min(n, t), min(n, t)):
+        raise ConfigurationError(
+            f"{owner}.gram has shape {g.shape}, which is invalid: must be "
+            f"({min(n, t)}, {min(n, t)}) (the non-empty bins of n = {n}, T = {t})",
+            parameter="gram",
         )
     entries = stored_entries(n, k, lam)
     if entries > max_entries:
@@ -294,20 +302,21 @@ def prepare(
             f"max_entries = {max_entries}; use a lower order or raise max_entries",
             parameter="order",
         )
-    gram = bin_gram(c, n, t)
-    return BinsPass(gram, t, _ring(n, t, k), _window(n, k), float(sigma), lam, owner)
+    return BinsPass(g, t, _ring(n, t, k), _window(n, k), float(sigma), lam, owner)
 
 
 def log_moment(
-    coefficients: tuple[float, ...] | np.ndarray,
+    gram: np.ndarray,
     n_steps: int,
     cycle_length: int,
+    bands: int,
     sigma: float,
     order: int,
     *,
     max_entries: int = DEFAULT_MAX_ENTRIES,
 ) -> float:
-    """``ln Z_lam = (lam - 1) D_lam(P||Q)`` for balls-in-bins (cycle length T) and strategy c.
+    """``ln Z_lam = (lam - 1) D_lam(P||Q)`` for balls-in-bins (cycle length T) and the bins'
+    Gram matrix ``gram`` of a ``bands``-band strategy.
 
     Exact up to float64 rounding (docs/rdp-escort.md §10.7); ConfigurationError as
     :func:`prepare` documents, or naming sigma where one bin could overflow float64.
@@ -315,7 +324,7 @@ def log_moment(
     from scipy.special import logsumexp
 
     owner = "bins_moments.log_moment"
-    bins = prepare(coefficients, n_steps, cycle_length, sigma, order, max_entries, owner)
+    bins = prepare(gram, n_steps, cycle_length, bands, sigma, order, max_entries, owner)
     per_boundary = bins.run_chunked(bins.boundaries(), max_entries)
     lam = bins.order
     return float(logsumexp(per_boundary) + math.lgamma(lam + 1) - lam * math.log(cycle_length))

@@ -123,7 +123,7 @@ class BallsInBinsLossModel(BlockLossModel):
                 "ring); use proposal 'plain'",
                 parameter="bands",
             )
-        return BinsEscortLaw(self.n_steps, self.cycle_length, self.coefficients)
+        return BinsEscortLaw(self.n_steps, self.cycle_length, self.coefficients, self.gram())
 
     def gram(self) -> np.ndarray:
         """The Gram matrix of the bin signals ``C x_s`` (host float64, ``n_bins`` square)."""

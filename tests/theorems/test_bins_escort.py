@@ -37,6 +37,14 @@ def coefficients(k: int, seed: int) -> tuple[float, ...]:
     return tuple(float(v) for v in c / np.linalg.norm(c))
 
 
+def law_of(c: tuple[float, ...], n: int, t: int) -> BinsEscortLaw:
+    return BinsEscortLaw(n, t, c, bin_gram(c, n, t))
+
+
+def moment(c: tuple[float, ...], n: int, t: int, sigma: float, lam: int, **kw: int) -> float:
+    return bins_moments.log_moment(bin_gram(c, n, t), n, t, len(c), sigma, lam, **kw)
+
+
 def padded_gram(c: tuple[float, ...], n: int, t: int) -> np.ndarray:
     gram = np.zeros((t, t))
     inner = bin_gram(c, n, t)
@@ -68,11 +76,9 @@ CASES = [(8, 4, 2, 3, 0.9), (10, 4, 3, 3, 1.1), (7, 3, 3, 3, 0.8), (9, 4, 1, 4, 
 def test_log_moment_matches_enumeration(n: int, t: int, k: int, lam: int, sigma: float) -> None:
     c = coefficients(k, n + t + k)
     exact = tuple_law(c, n, t, sigma, lam)["log_z"]
-    assert bins_moments.log_moment(c, n, t, sigma, lam) == pytest.approx(exact, rel=1e-12)
+    assert moment(c, n, t, sigma, lam) == pytest.approx(exact, rel=1e-12)
     # chunks of one boundary each give the same float sum
-    small = bins_moments.log_moment(
-        c, n, t, sigma, lam, max_entries=bins_moments.lattice_states(lam, max(k - 1, 1))
-    )
+    small = moment(c, n, t, sigma, lam, max_entries=bins_moments.lattice_states(lam, max(k - 1, 1)))
     assert small == pytest.approx(exact, rel=1e-12)
 
 
@@ -82,7 +88,7 @@ def test_log_moment_matches_the_phase_pass_at_q_one(n: int, t: int, k: int) -> N
     mixture = PhaseMixture(n_steps=n, phases=t, probability=1.0)
     for lam in (2, 3, 4):
         phase = phase_moments.log_moment(mixture, np.asarray(c), 0.9, lam)
-        assert bins_moments.log_moment(c, n, t, 0.9, lam) == pytest.approx(phase, rel=1e-10)
+        assert moment(c, n, t, 0.9, lam) == pytest.approx(phase, rel=1e-10)
 
 
 def chi_square_p(counts: np.ndarray, law: dict) -> float:
@@ -117,7 +123,7 @@ def test_draws_follow_the_tuple_law(n: int, t: int, k: int, lam: int, sigma: flo
     rng = np.random.default_rng(n * 100 + t)
     w = max(min(k, n) - 1, 1)
     budget = 2 * (t + 1) * bins_moments.lattice_states(lam, w)
-    draw = sample_bins_escort_counts(c, n, t, sigma, lam, 40_000, rng, max_entries=budget)
+    draw = law_of(c, n, t).sample(sigma, lam, 40_000, rng, budget)
     assert draw.counts.shape == (40_000, n) and draw.counts.dtype == np.int8
     assert draw.order == lam and draw.log_z == pytest.approx(exact["log_z"], rel=1e-12)
     assert np.array_equal(draw.counts, draw.counts[:, np.arange(n) % t])  # n_{t mod T}
@@ -130,7 +136,7 @@ def test_draws_follow_the_tuple_law(n: int, t: int, k: int, lam: int, sigma: flo
 def test_the_draw_check_has_power() -> None:
     """Draws at sigma 0.9 against the law at sigma 1.5 are rejected."""
     c = coefficients(2, 14)
-    draw = sample_bins_escort_counts(c, 8, 4, 0.9, 3, 40_000, np.random.default_rng(0))
+    draw = law_of(c, 8, 4).sample(0.9, 3, 40_000, np.random.default_rng(0), 2**24)
     assert chi_square_p(draw.counts[:, :4], tuple_law(c, 8, 4, 1.5, 3)["law"]) < 1e-10
 
 
@@ -184,7 +190,7 @@ def test_the_loss_model_serves_the_escort() -> None:
         math.log(1 / 4)
     )
     assert law.sampled_add_bound(1.0, 1e-6, 0) is None
-    assert law.log_moment(1.0, 3, 2**24) == pytest.approx(bins_moments.log_moment(C, N, T, 1.0, 3))
+    assert law.log_moment(1.0, 3, 2**24) == pytest.approx(moment(C, N, T, 1.0, 3))
 
 
 @pytest.mark.parametrize(
@@ -238,6 +244,9 @@ def test_bad_input_names_the_parameter(changes: dict, name: str) -> None:
     values = {"coefficients": C, "n_steps": 8, "cycle_length": 4, "sigma": 1.0, "order": 3}
     values.update(changes)
     budget = values.pop("max_entries", bins_moments.DEFAULT_MAX_ENTRIES)
+    c = values.pop("coefficients")
+    values["gram"] = bin_gram(c, 8, 4)  # type: ignore[arg-type]
+    values["bands"] = len(c)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=rf"\.{name} = "):
         bins_moments.log_moment(**values, max_entries=budget)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=rf"\.{name} = "):
@@ -251,7 +260,7 @@ def test_more_bands_than_bins_is_refused_and_auto_falls_back() -> None:
     with pytest.raises(ConfigurationError, match=r"bands = 4 .*T = 3"):
         wide.escort_law()
     with pytest.raises(ConfigurationError, match=r"bands = 4 .*T = 3"):
-        BinsEscortLaw(8, 3, coefficients(4, 1))
+        law_of(coefficients(4, 1), 8, 3)
     reason = EscortProposal().unavailable(wide)
     assert reason is not None and "bands = 4" in reason
     takes, note = auto_proposal(wide, 1000, 1.0, 1e-6, 1.0)
@@ -259,9 +268,9 @@ def test_more_bands_than_bins_is_refused_and_auto_falls_back() -> None:
 
 
 def test_affordable_orders_follow_the_budget() -> None:
-    law = BinsEscortLaw(1024, 256, coefficients(8, 0))
+    law = law_of(coefficients(8, 0), 1024, 256)
     assert [lam for lam in range(2, 9) if law.affordable(lam, 2**24)] == [2, 3, 4, 5, 6]
-    law4 = BinsEscortLaw(1024, 256, coefficients(4, 0))
+    law4 = law_of(coefficients(4, 0), 1024, 256)
     assert all(law4.affordable(lam, 2**24) for lam in range(2, 9))
     assert not law4.affordable(8, bins_moments.lattice_states(8, 3) - 1)
     assert "T = 256" in law.budget_note
@@ -276,7 +285,7 @@ class _DeflatedLaw(BinsEscortLaw):
 
 class _DeflatedModel(BallsInBinsLossModel):
     def escort_law(self) -> BinsEscortLaw:
-        return _DeflatedLaw(self.n_steps, self.cycle_length, self.coefficients)
+        return _DeflatedLaw(self.n_steps, self.cycle_length, self.coefficients, self.gram())
 
 
 def test_the_check_catches_a_normaliser_that_is_too_small() -> None:
