@@ -1,5 +1,5 @@
 """Exact draws from the escort R_lam of balls-in-bins BandMF, and its escort law
-(docs/rdp-escort.md §10.7).
+(docs/rdp-escort.md §10.8).
 
 ``R_lam = u^lam Q / Z_lam`` is the mixture over ordered lam-tuples of bins, with probability
 ``T^-lam exp(sum_{j<l} G[g_j, g_l] / sigma^2) / Z_lam``, of ``N(C sum_j x_{g_j}, sigma^2 I)``
@@ -126,7 +126,7 @@ def _float_tuple(values: tuple[float, ...] | np.ndarray) -> tuple[float, ...]:
 
 @attrs.frozen
 class BinsEscortLaw:
-    """Balls-in-bins with cycle length T (docs/rdp-escort.md §10.7): the transfer pass of
+    """Balls-in-bins with cycle length T (docs/rdp-escort.md §10.8): the transfer pass of
     :mod:`.bins_moments` (``C(lam + W + 1, W + 1)`` states per boundary, ``C(lam + W, W)``
     boundaries when the ring has a seam, W = bands - 1), passes within :data:`BINS_MAX_WORK`,
     the draws of :func:`sample_bins_escort_counts`; the add direction as random-phase cyclic

@@ -1,4 +1,4 @@
-"""Exact integer-order Renyi moments of balls-in-bins BandMF (docs/rdp-escort.md §10.7).
+"""Exact integer-order Renyi moments of balls-in-bins BandMF (docs/rdp-escort.md §10.8).
 
 Each example keeps one uniform bin g of T for the whole run and participates at the steps
 ``g, g + T, ... < n`` (random-phase cyclic Poisson with q = 1). With ``G`` the bins' Gram
@@ -206,9 +206,7 @@ class BinsPass:
         stop = max(0, min(self.g0, g - self.window))
         return boundaries[:, :stop].astype(np.float64) @ self.gram[g, :stop]
 
-    def run(
-        self, boundaries: np.ndarray, messages: list[np.ndarray] | None = None
-    ) -> np.ndarray:
+    def run(self, boundaries: np.ndarray, messages: list[np.ndarray] | None = None) -> np.ndarray:
         """``ln`` of each boundary's total weight with all lam copies placed (no ``lam!``,
         no ``T^-lam``). With ``messages``, appends the normalised state (S, boundaries) before
         each bin ``g0 .. T - 1`` and after the last."""
@@ -243,7 +241,6 @@ class BinsPass:
             messages.append(state)
         done = lat.placed == self.order
         return np.asarray(log_scale + np.log(state[done].sum(axis=0)))
-
 
     def run_chunked(self, boundaries: np.ndarray, max_entries: int) -> np.ndarray:
         """:meth:`run` over chunks of boundaries whose state arrays fit ``max_entries``."""
@@ -318,7 +315,7 @@ def log_moment(
     """``ln Z_lam = (lam - 1) D_lam(P||Q)`` for balls-in-bins (cycle length T) and the bins'
     Gram matrix ``gram`` of a ``bands``-band strategy.
 
-    Exact up to float64 rounding (docs/rdp-escort.md §10.7); ConfigurationError as
+    Exact up to float64 rounding (docs/rdp-escort.md §10.8); ConfigurationError as
     :func:`prepare` documents, or naming sigma where one bin could overflow float64.
     """
     from scipy.special import logsumexp

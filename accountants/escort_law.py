@@ -15,9 +15,9 @@ only, never to its type:
 
 Three laws exist: :class:`ChainEscortLaw` (b-min-sep BandMF, Poisson as b = 1; §2-§6),
 :class:`PhaseEscortLaw` (random-phase cyclic Poisson; §10) and
-:class:`~minsep.accountants.bins_escort.BinsEscortLaw` (balls-in-bins; §10.7). All escorts are ``R_lam = u^lam
-Q / Z_lam`` of a mixture of Gaussians ``N(C x, sigma^2 I)``, so the weight ``W`` and its bound
-``s_lam(eps)`` (§6) and the certificate of §8 are the same for both.
+:class:`~minsep.accountants.bins_escort.BinsEscortLaw` (balls-in-bins; §10.8). All escorts are
+``R_lam = u^lam Q / Z_lam`` of a mixture of Gaussians ``N(C x, sigma^2 I)``, so the weight
+``W`` and its bound ``s_lam(eps)`` (§6) and the certificate of §8 are the same for all.
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ class BallsInBinsLossModel(BlockLossModel):
         return min(self.cycle_length, self.n_steps)
 
     def escort_law(self) -> BinsEscortLaw:
-        """The escort proposal's view of the bins (docs/rdp-escort.md §10.7); needs bands <= T
+        """The escort proposal's view of the bins (docs/rdp-escort.md §10.8); needs bands <= T
         (ConfigurationError naming bands otherwise)."""
         from minsep.accountants.bins_escort import BinsEscortLaw
 

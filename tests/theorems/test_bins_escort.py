@@ -1,4 +1,4 @@
-"""The balls-in-bins escort (docs/rdp-escort.md §10.7): exact ln Z_lam, exact draws, the engine.
+"""The balls-in-bins escort (docs/rdp-escort.md §10.8): exact ln Z_lam, exact draws, the engine.
 
 ln Z against enumeration of every lam-tuple of bins from ``bin_gram`` (the seam, k = T, k = 1,
 n = T, T > n, T not dividing n) and against the random-phase pass at q = 1; the drawn
@@ -14,6 +14,7 @@ import collections
 import functools
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def padded_gram(c: tuple[float, ...], n: int, t: int) -> np.ndarray:
     return gram
 
 
-def tuple_law(c: tuple[float, ...], n: int, t: int, sigma: float, lam: int) -> dict:
+def tuple_law(c: tuple[float, ...], n: int, t: int, sigma: float, lam: int) -> dict[str, Any]:
     """``{occupation of the first min(n, T) bins: probability}`` and ``ln Z``, by enumerating
     every tuple g in [T]^lam with weight ``T^-lam exp(sum_{j<l} G[g_j, g_l] / sigma^2)``."""
     gram = padded_gram(c, n, t) / sigma**2
@@ -91,7 +92,7 @@ def test_log_moment_matches_the_phase_pass_at_q_one(n: int, t: int, k: int) -> N
         assert moment(c, n, t, 0.9, lam) == pytest.approx(phase, rel=1e-10)
 
 
-def chi_square_p(counts: np.ndarray, law: dict) -> float:
+def chi_square_p(counts: np.ndarray, law: dict[Any, float]) -> float:
     """p-value of the drawn occupations (rows) against ``law`` (cells of expected count < 5
     pooled)."""
     seen = collections.Counter(map(tuple, counts.astype(int)))
@@ -186,9 +187,7 @@ def test_the_loss_model_serves_the_escort() -> None:
     law = model_of().escort_law()
     assert isinstance(law, BinsEscortLaw) and law.n_steps == N and law.cycle_length == T
     assert law.log_no_participation() == -math.inf  # every bin holds a step
-    assert model_of(n=3, t=4).escort_law().log_no_participation() == pytest.approx(
-        math.log(1 / 4)
-    )
+    assert model_of(n=3, t=4).escort_law().log_no_participation() == pytest.approx(math.log(1 / 4))
     assert law.sampled_add_bound(1.0, 1e-6, 0) is None
     assert law.log_moment(1.0, 3, 2**24) == pytest.approx(moment(C, N, T, 1.0, 3))
 
@@ -240,19 +239,19 @@ def test_importance_mean_matches_the_exact_delta() -> None:
     [({"order": 1}, "order"), ({"sigma": 0.0}, "sigma"), ({"sigma": -1.0}, "sigma"),
      ({"coefficients": (0.5,) * 5}, "bands"), ({"max_entries": 5}, "order")],
 )  # fmt: skip
-def test_bad_input_names_the_parameter(changes: dict, name: str) -> None:
+def test_bad_input_names_the_parameter(changes: dict[str, Any], name: str) -> None:
     values = {"coefficients": C, "n_steps": 8, "cycle_length": 4, "sigma": 1.0, "order": 3}
     values.update(changes)
     budget = values.pop("max_entries", bins_moments.DEFAULT_MAX_ENTRIES)
     c = values.pop("coefficients")
-    values["gram"] = bin_gram(c, 8, 4)  # type: ignore[arg-type]
-    values["bands"] = len(c)  # type: ignore[arg-type]
+    values["gram"] = bin_gram(c, 8, 4)
+    values["bands"] = len(c)
     with pytest.raises(ConfigurationError, match=rf"\.{name} = "):
-        bins_moments.log_moment(**values, max_entries=budget)  # type: ignore[arg-type]
+        bins_moments.log_moment(**values, max_entries=budget)
     with pytest.raises(ConfigurationError, match=rf"\.{name} = "):
         sample_bins_escort_counts(
             **values, n_samples=10, rng=np.random.default_rng(0), max_entries=budget
-        )  # type: ignore[arg-type]
+        )
 
 
 def test_more_bands_than_bins_is_refused_and_auto_falls_back() -> None:
