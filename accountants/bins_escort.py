@@ -64,7 +64,7 @@ def sample_bins_escort_counts(
     check_range(owner, "n_samples", n_samples, low=1, integer=True)
     lam, t = bins.order, int(cycle_length)
     boundaries = bins.boundaries()
-    log_b = bins.run_chunked(boundaries, max_entries)
+    log_b = _boundary_log_weights(bins, boundaries, max_entries)
     log_total = float(logsumexp(log_b))
     log_z = log_total + math.lgamma(lam + 1) - lam * math.log(t)
     law = np.exp(log_b - log_total)
@@ -78,6 +78,26 @@ def sample_bins_escort_counts(
         _backward(bins, boundaries[group], inverse[draws] - start, draws, occupancy, rng)
     counts = occupancy[:, np.arange(int(n_steps)) % t].astype(np.int8)
     return EscortDraw(counts=counts, log_z=log_z, order=lam)
+
+
+#: Each boundary's log weight per (Gram matrix, n, T, bands, sigma, order) computed in this
+#: process: every sampling call of the engine (one per chunk) needs the same marginal.
+_BOUNDARY_LAW: dict[tuple[object, ...], np.ndarray] = {}
+_BOUNDARY_LAW_SIZE = 64
+
+
+def _boundary_log_weights(
+    bins: bins_moments.BinsPass, boundaries: np.ndarray, max_entries: int
+) -> np.ndarray:
+    """:meth:`~.bins_moments.BinsPass.run_chunked` over every boundary, memoised (a pass is
+    deterministic; the key holds the Gram matrix's bytes, so equal inputs share it)."""
+    key = (bins.gram.tobytes(), bins.gram.shape, bins.g0, bins.window, bins.order)
+    found = _BOUNDARY_LAW.get(key)
+    if found is None:
+        if len(_BOUNDARY_LAW) >= _BOUNDARY_LAW_SIZE:
+            _BOUNDARY_LAW.clear()
+        found = _BOUNDARY_LAW[key] = bins.run_chunked(boundaries, max_entries)
+    return found
 
 
 def _backward(
