@@ -120,7 +120,7 @@ def _backward(
     for g in range(bins.cycle_length - 1, g0 - 1, -1):
         alpha = messages[g - g0]
         occupancy[draws, g] = lat.occupation[state, -1]
-        data, _ = bins.bin_weights(g)
+        data = bins.bin_weights(g)
         step = np.zeros(lat.preds.shape)
         step[lat.slot_of] = data
         preds = lat.preds[state]

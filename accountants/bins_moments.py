@@ -188,18 +188,26 @@ class BinsPass:
         occ[:, w - g0 :] = boundaries
         return lat.index(occ, boundaries.sum(axis=1)), log_w
 
-    def bin_weights(self, g: int) -> tuple[np.ndarray, float]:
-        """Transition weights of bin g in target order (``lattice.source`` order), with the
-        largest exponent."""
+    def bin_weights(self, g: int, extra: float = 0.0) -> np.ndarray:
+        """Transition weights of bin g in target order (``lattice.source`` order).
+        ConfigurationError naming sigma when the largest exponent plus ``extra`` (the seam's
+        largest) exceeds ``MAX_STEP_EXPONENT`` (float64 overflow)."""
         lat, w = self.lattice, self.window
-        lo = g - w
-        cols = np.arange(lo, g)
+        cols = np.arange(g - w, g)
         coef = np.where(cols >= 0, self.gram[g, np.maximum(cols, 0)], 0.0)
         window_dot = lat.occupation @ coef
         c = lat.copies
         exponent = c * window_dot[lat.source] + 0.5 * c * (c - 1) * self.gram[g, g]
         exponent -= _log_factorial(c)
-        return np.exp(exponent), float(exponent.max())
+        peak = float(exponent.max()) + extra
+        if peak > MAX_STEP_EXPONENT:
+            raise ConfigurationError(
+                f"{self.owner}.sigma = {self.sigma!r} is invalid for order {self.order}: one "
+                f"bin could grow the mass by exp({peak:.4g}), above exp({MAX_STEP_EXPONENT:g}) "
+                "(float64); use a larger sigma or a lower order",
+                parameter="sigma",
+            )
+        return np.exp(exponent)
 
     def seam(self, g: int, boundaries: np.ndarray) -> np.ndarray:
         """``b . G[g, :min(g0, g - W)]`` per boundary (seam pairs not inside the window)."""
@@ -220,16 +228,8 @@ class BinsPass:
         for g in range(self.g0, self.cycle_length):
             if messages is not None:
                 messages.append(state)
-            data, top = self.bin_weights(g)
             seam = self.seam(g, boundaries)
-            peak = top + self.order * float(seam.max(initial=0.0))
-            if peak > MAX_STEP_EXPONENT:
-                raise ConfigurationError(
-                    f"{self.owner}.sigma = {self.sigma!r} is invalid for order {self.order}: "
-                    f"one bin could grow the mass by exp({peak:.4g}), above "
-                    f"exp({MAX_STEP_EXPONENT:g}) (float64); use a larger sigma or order",
-                    parameter="sigma",
-                )
+            data = self.bin_weights(g, self.order * float(seam.max(initial=0.0)))
             step = csr_matrix((data, lat.source, lat.start), shape=(lat.size, lat.size))
             state = np.asarray(step @ state)
             if seam.any():

@@ -300,3 +300,10 @@ def test_the_check_catches_a_normaliser_that_is_too_small() -> None:
         for seed in range(3)
     ]  # fmt: skip
     assert max(values) < exact
+
+
+def test_a_sigma_that_could_overflow_is_refused_by_name() -> None:
+    gram = bin_gram(C, 8, 4)
+    with pytest.raises(ConfigurationError, match=r"\.sigma = 0\.05 is invalid for order 6"):
+        bins_moments.log_moment(gram, 8, 4, 2, 0.05, 6)
+    assert math.isfinite(bins_moments.log_moment(gram, 8, 4, 2, 0.3, 6))
