@@ -207,7 +207,7 @@ class BinsPass:
                 "(float64); use a larger sigma or a lower order",
                 parameter="sigma",
             )
-        return np.exp(exponent)
+        return np.asarray(np.exp(exponent))
 
     def seam(self, g: int, boundaries: np.ndarray) -> np.ndarray:
         """``b . G[g, :min(g0, g - W)]`` per boundary (seam pairs not inside the window)."""
