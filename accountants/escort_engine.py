@@ -64,6 +64,7 @@ from minsep.accountants.escort_setup import (
     choose_setup,
     escort_base_delta,
     escort_setups,
+    law_or_reason,
     locate_setup,
     support_scale,
 )
@@ -166,14 +167,13 @@ class EscortProposal:
         return plain_add_fits(samples, delta, candidates, self.precision)
 
     def unavailable(self, model: PrivacyLossModel) -> str | None:
-        """Why this escort cannot serve ``model`` at any sigma (None when it may): the model
-        has no escort law (:mod:`.escort_law`), or no order is affordable (its state array fits
-        ``max_states``). Sigma-dependent refusals (a pass that overflows, a support bound above
-        1) are only known at a sigma: :meth:`setups`, :meth:`sweep_plan`."""
-        if not isinstance(model, EscortTarget):
-            return f"{type(model).__name__} has no escort law"
+        """Why this escort cannot serve ``model`` at any sigma (None when it may): it has no
+        escort law or refuses it (:func:`.law_or_reason`), or no order fits ``max_states``;
+        sigma-dependent refusals are found by :meth:`setups`, :meth:`sweep_plan`."""
+        law = law_or_reason(model)
+        if isinstance(law, str):
+            return law
         orders = self.orders if self.order is None else (self.order,)
-        law = model.escort_law()
         if not any(law.affordable(lam, self.max_states) for lam in orders):
             return (
                 f"no order of {tuple(orders)} fits max_states = {self.max_states} at "

@@ -13,10 +13,11 @@ only, never to its type:
   AddDirectionBound`, docs/math.md §10), and where the law has one the sampled block bound
   (:class:`~minsep.accountants.block_add_bound.BlockAddBound`, docs/math.md §10.1).
 
-Two laws exist: :class:`ChainEscortLaw` (b-min-sep BandMF, Poisson as b = 1; §2-§6) and
-:class:`PhaseEscortLaw` (random-phase cyclic Poisson; §10). Both escorts are ``R_lam = u^lam
-Q / Z_lam`` of a mixture of Gaussians ``N(C x, sigma^2 I)``, so the weight ``W`` and its bound
-``s_lam(eps)`` (§6) and the certificate of §8 are the same for both.
+Three laws exist: :class:`ChainEscortLaw` (b-min-sep BandMF, Poisson as b = 1; §2-§6),
+:class:`PhaseEscortLaw` (random-phase cyclic Poisson; §10) and
+:class:`~minsep.accountants.bins_escort.BinsEscortLaw` (balls-in-bins; §10.8). All escorts are
+``R_lam = u^lam Q / Z_lam`` of a mixture of Gaussians ``N(C x, sigma^2 I)``, so the weight
+``W`` and its bound ``s_lam(eps)`` (§6) and the certificate of §8 are the same for all.
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ from minsep.accountants.add_bound import (
     chain_add_bound,
     phase_add_bound,
 )
+from minsep.accountants.bins_escort import BinsEscortLaw
 from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
 from minsep.accountants.escort import EscortDraw, forward_log_moment, sample_escort_counts
 from minsep.accountants.phase_escort import sample_phase_escort_counts
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.phase_mixture import PhaseMixture
 
-__all__ = ["PHASE_MAX_WORK", "ChainEscortLaw", "EscortLaw", "PhaseEscortLaw"]
+__all__ = ["PHASE_MAX_WORK", "BinsEscortLaw", "ChainEscortLaw", "EscortLaw", "PhaseEscortLaw"]
 
 #: Element operations one forward pass of a phase mixture may cost (the ``rdp`` accountant's
 #: default ``max_work``): each escort sampling call runs it, so an order beyond it is skipped

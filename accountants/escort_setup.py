@@ -35,6 +35,7 @@ __all__ = [
     "escort_law",
     "escort_setups",
     "escort_target",
+    "law_or_reason",
     "locate_setup",
     "support_scale",
 ]
@@ -80,6 +81,17 @@ def escort_target(owner: str, model: PrivacyLossModel) -> EscortTarget:
             "random-phase cyclic Poisson); use proposal 'plain'"
         )
     return model
+
+
+def law_or_reason(model: PrivacyLossModel) -> EscortLaw | str:
+    """The model's escort law, or why there is none: it has no ``escort_law()``, or that
+    raises ConfigurationError (e.g. balls-in-bins with bands > T; its message is the reason)."""
+    if not isinstance(model, EscortTarget):
+        return f"{type(model).__name__} has no escort law"
+    try:
+        return model.escort_law()
+    except ConfigurationError as exc:
+        return str(exc)
 
 
 def escort_law(owner: str, model: PrivacyLossModel) -> EscortLaw:

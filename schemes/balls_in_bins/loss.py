@@ -12,13 +12,14 @@ the cross terms) and T > n (bins past the horizon never participate and contribu
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource
+from minsep.framework.errors import ConfigurationError
 from minsep.framework.kernel_table import KernelTable, Participation
 from minsep.framework.loss_model import Direction
 from minsep.schemes.kernels.blocks import effective_coefficients
@@ -26,6 +27,9 @@ from minsep.schemes.kernels.fields import as_coefficients, coefficients_validato
 from minsep.schemes.kernels.fused import host_noise
 from minsep.schemes.kernels.model import BlockLossModel
 from minsep.schemes.kernels.transcript import BinsTranscript, BlockTranscript
+
+if TYPE_CHECKING:
+    from minsep.accountants.bins_escort import BinsEscortLaw
 
 
 def bin_gram(coefficients: tuple[float, ...], n_steps: int, cycle_length: int) -> np.ndarray:
@@ -104,6 +108,22 @@ class BallsInBinsLossModel(BlockLossModel):
     def n_bins(self) -> int:
         """Bins holding at least one step: ``min(T, n)``."""
         return min(self.cycle_length, self.n_steps)
+
+    def escort_law(self) -> BinsEscortLaw:
+        """The escort proposal's view of the bins (docs/rdp-escort.md §10.8); needs bands <= T
+        (ConfigurationError naming bands otherwise)."""
+        from minsep.accountants.bins_escort import BinsEscortLaw
+
+        bands = len(self.coefficients)
+        if bands > self.cycle_length:
+            raise ConfigurationError(
+                f"BallsInBinsLossModel.bands = {bands} is invalid for the escort proposal: it "
+                f"needs bands <= T = {self.cycle_length} (with more bands than bins two steps "
+                "of one bin share a band and the transfer pass's window covers the whole "
+                "ring); use proposal 'plain'",
+                parameter="bands",
+            )
+        return BinsEscortLaw(self.n_steps, self.cycle_length, self.coefficients, self.gram())
 
     def gram(self) -> np.ndarray:
         """The Gram matrix of the bin signals ``C x_s`` (host float64, ``n_bins`` square)."""
