@@ -110,9 +110,8 @@ class MonteCarloAccountant(Accountant):
         proposal: what the engine samples from (docs/rdp-escort.md §8; a
             :class:`~minsep.framework.methods.ProposalKind`): ``"plain"`` (the dominating
             pair), ``"escort"`` (importance sampling from the escort R_lam for the remove
-            direction; b-min-sep BandMF only) or ``"auto"``: escort where plain sampling cannot
-            certify the target delta with ``samples`` (a delta question: where the escort's
-            support bound is below 1e-2); the result's ``proposal`` and notes say which ran.
+            direction, where the loss model has an escort law) or ``"auto"`` (the route
+            chooser's pick); the result's ``proposal`` and notes say which ran.
         bound: how a certified epsilon is verified (docs/math.md §7, §7.2; an
             :class:`~minsep.framework.methods.EpsilonBound`): ``"betting"`` (one betting walk
             down a fine epsilon grid, one failure event: the tighter default) or ``"fact42"``
@@ -120,20 +119,14 @@ class MonteCarloAccountant(Accountant):
             delta and calibrate questions use Fact 4.2 either way.
         precision: the relative precision ``samples`` was chosen for (the CLI's
             ``--precision``; :meth:`route` sets it), or None. When set, the escort verifies
-            on the fewest samples (at most ``samples``) reaching it once its pilot has fixed
-            the support bound, and certifies the add direction by the deterministic bound of
-            docs/math.md §10 where plain add draws at this precision would need more than
-            ``samples`` or 10^7 (:class:`~minsep.accountants.escort_engine.EscortProposal`),
-            with pilot ``min(pilot, 10,000)`` unless ``pilot_samples`` is given.
-        routed: the route chooser's reason when :meth:`route` fixed ``proposal`` (the notes
-            then say the route chose it, not the caller), or None.
-        sweep: Algorithm 5's sweep and the pilot's sigma range (:class:`CalibrationSweep`);
-            with ``precision`` set, its ratio is coarsened to ``1 + precision / 10`` where that
-            is coarser (:attr:`calibration_sweep`).
+            on the fewest samples reaching it and bounds the add direction where plain add
+            draws would cost more (:class:`~minsep.accountants.escort_engine.EscortProposal`),
+            and a calibration may coarsen its sweep (:attr:`calibration_sweep`).
+        routed: the route chooser's reason when :meth:`route` fixed ``proposal``, or None.
+        sweep: Algorithm 5's sweep and the pilot's sigma range (:class:`CalibrationSweep`).
         run: how the draws run (:class:`RunSettings`: backend, chunk size, memory budget,
             workers, executor, scheduler, checkpoint, progress, time limit). Both accept a
-            mapping of their options, and their options are also the accountant's flat options
-            (command line, :func:`~minsep.framework.setup.build_accountant`).
+            mapping of their options, also the accountant's flat options (command line).
     """
 
     kind: ClassVar[AccountantKind] = AccountantKind.MONTE_CARLO
@@ -264,8 +257,7 @@ class MonteCarloAccountant(Accountant):
 
     @property
     def calibration_sweep(self) -> CalibrationSweep:
-        """The sweep a calibration verifies: :attr:`sweep`, coarsened for a calibration sized
-        by :attr:`precision` (:meth:`CalibrationSweep.for_precision`)."""
+        """:attr:`sweep` as a calibration at :attr:`precision` verifies it (``for_precision``)."""
         return self.sweep.for_precision(self.precision)
 
     def _pilot(self) -> int:
@@ -341,7 +333,7 @@ class MonteCarloAccountant(Accountant):
             plain = attrs.evolve(self, samples=plain_m, precision=precision)
             return plain.plan(scheme, strategy, question, sigma).estimated_seconds
 
-        asker = attrs.evolve(self, precision=precision)  # its calibration sweep, as it will run
+        asker = attrs.evolve(self, precision=precision)  # the calibration sweep that will run
         route = choose_route(asker, model, question, numbers, precision, max_seconds, plain_seconds)
         if route.refused:
             return self, route
