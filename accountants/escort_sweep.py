@@ -88,7 +88,8 @@ def escort_sweep(
     config = question.config or EngineConfig()
     order, log_scale = escorts.order, escorts.log_scale
     scale = support_scale(log_scale, order, eps)
-    x_b = escort_base_delta(samples, min(delta / scale, 0.5), delta, scale)
+    walks = question.walks  # claims sharing the failure budget (docs/math.md §7)
+    x_b = escort_base_delta(samples, min(delta / scale, 0.5), delta, scale, candidates=walks)
     handled = "exact zero" if eps >= add_threshold(model) else "plain"
     settled = [handled == "exact zero"] * len(sweep)
     if handled == "plain":
@@ -99,14 +100,14 @@ def escort_sweep(
             handled = "block bound"  # per entry when walked: §10, else §10.1, else it fails
     add_tally = None
     add_base = math.nan
-    failure = verification_failure(samples, x_b)
+    failure = verification_failure(samples, x_b, candidates=walks)
     if handled == "plain":
-        add_base = base_delta(samples, delta)
+        add_base = base_delta(samples, delta, candidates=walks)
         add_tally = sweep_tally(
             model, sweep, eps, samples=samples, seed=seed, stream=stream, config=config,
             description="calibrate add", directions=(Direction.ADD,),
         )  # fmt: skip
-        failure = max(failure, verification_failure(samples, add_base))
+        failure = max(failure, verification_failure(samples, add_base, candidates=walks))
     return EscortSweep(
         model=model,
         sweep=sweep,

@@ -504,17 +504,12 @@ class MonteCarloAccountant(Accountant):
         if centre is None:
             centre = grid.centre(model, epsilon, delta, proposal, self.samples, **pilot)
         sweep = grid.points(centre)
+        start = 0 if proposal is None else grid.walk_start()  # escort entries draw afresh
         result = calibrate_sweep(
-            model,
-            sweep,
-            epsilon,
-            delta,
-            samples=self.samples,
-            seed=seed,
-            config=config,
-            proposal=proposal,
-        )
-        estimate = estimate_index(result.deltas, delta)
+            model, sweep, epsilon, delta, samples=self.samples, seed=seed, config=config,
+            proposal=proposal, start=start,
+        )  # fmt: skip
+        estimate = estimate_index(result.deltas, delta, result.start)
         notes = calibration_notes(result, sweep, len(grid.sweep_guards), estimate)
         notes += [*why, *proposal_notes(result.proposal)]
         return CalibrationResult(

@@ -74,13 +74,14 @@ def plain_after_escort(samples: int, delta: float, candidates: int, error: Excep
         ) from exc
 
 
-def estimate_index(deltas: tuple[float, ...], delta: float) -> int:
-    """The last sweep index down to which every empirical delta is <= ``delta`` (-1: none):
-    Algorithm 5's walk with the target delta in place of the base delta, i.e. the sigma the
-    point estimate alone would select (no verification margin, no guarantee)."""
-    index = -1
-    for i, observed in enumerate(deltas):
-        if not observed <= delta:  # NaN: an entry the walk never verified (escort)
+def estimate_index(deltas: tuple[float, ...], delta: float, start: int = 0) -> int:
+    """The last sweep index from ``start`` down to which every empirical delta is <= ``delta``
+    (``start - 1``: none): Algorithm 5's walk with the target delta in place of the base delta,
+    i.e. the sigma the point estimate alone would select (no verification margin, no
+    guarantee)."""
+    index = start - 1
+    for i in range(start, len(deltas)):
+        if not deltas[i] <= delta:  # NaN: an entry the walk never verified (escort)
             break
         index = i
     return index
@@ -105,12 +106,20 @@ def calibration_notes(
     """What Algorithm 5 released: the certificate, a guard entry released instead of the fine
     sweep, a sweep passed everywhere, an estimate at the sweep's smallest entry. ``guards``
     entries lead ``sweep``; ``estimate`` is :func:`estimate_index` of the verified deltas."""
+    first = 0 if result.start == 0 or result.index < result.start else result.start
+    walked = (
+        "every sweep entry"
+        if first == 0
+        else f"every sweep entry from sigma {sweep[first]:.6g} (where the walk began, fixed by "
+        "the pilot)"
+    )
+    events = "one Fact 4.2 event" if result.start == 0 else "two walks, a Fact 4.2 event each"
     notes = [
         f"certified ({result.epsilon:.6g}, {result.delta:.6g})-DP at sigma "
-        f"{result.sigma:.6g} by Algorithm 5: every sweep entry down to it had delta_hat <= "
+        f"{result.sigma:.6g} by Algorithm 5: {walked} down to it had delta_hat <= "
         f"base delta {result.base_delta:.6g} in both directions on {result.samples} shared "
-        f"fresh samples; the failure probability {result.failure_probability:.3g} (one Fact "
-        "4.2 event, privacy being monotone in sigma) is folded into delta."
+        f"fresh samples; the failure probability {result.failure_probability:.3g} ({events}, "
+        "privacy being monotone in sigma) is folded into delta."
     ]
     if result.index < guards:
         fine_top = sweep[guards]

@@ -24,7 +24,12 @@ from minsep.framework.option_groups import to_record
 if TYPE_CHECKING:  # pragma: no cover
     from minsep.accountants.escort_engine import EscortProposal
 
-__all__ = ["PRECISION_PER_RATIO", "CalibrationSweep", "as_sweep"]
+__all__ = ["PRECISION_PER_RATIO", "START_ABOVE_CENTRE", "CalibrationSweep", "as_sweep"]
+
+#: Fine entries above the pilot's centre where an escort calibration's first walk begins
+#: (:meth:`CalibrationSweep.walk_start`): each entry the walk checks draws afresh, so it
+#: starts just above where the pilot expects the last pass, instead of at the top.
+START_ABOVE_CENTRE = 2
 
 #: A calibration sized by ``precision`` r verifies a sweep no finer than ``1 + r /
 #: PRECISION_PER_RATIO`` per step: a step of the sweep moves the released sigma (and, about in
@@ -114,6 +119,14 @@ class CalibrationSweep:
         top = centre * self.sweep_ratio**above
         guards = tuple(top * g for g in sorted(self.sweep_guards, reverse=True))
         return guards + geometric_sweep(top, self.sweep_ratio, self.sweep_size)
+
+    def walk_start(self) -> int:
+        """The index of :meth:`points` where an escort calibration's first walk begins:
+        :data:`START_ABOVE_CENTRE` fine entries above the centre (the guards and the entries
+        above it are walked only if it fails; :func:`~minsep.framework.montecarlo.
+        calibrate_sweep`)."""
+        above = max(self.sweep_size // 3, 1)
+        return len(self.sweep_guards) + max(above - START_ABOVE_CENTRE, 0)
 
     def coarse_steps(self) -> int:
         """Sigmas the pilot's coarse walk tries (factors of 2 from ``sigma_high`` down)."""

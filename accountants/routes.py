@@ -71,8 +71,10 @@ CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
 ROUTE_PILOT = 1_000
 #: The fewest escort samples a time limit may cut a run to, as a fraction of those planned.
 _LOOSEST_FRACTION = 0.25
-#: Sweep entries an escort calibration typically verifies (guards, then down to the centre).
-WALKED_ENTRIES = 12
+#: Sweep entries an escort calibration typically verifies: from its start (two entries above
+#: the pilot's centre, :meth:`~.monte_carlo_sweep.CalibrationSweep.walk_start`) to the first
+#: failure just below the centre.
+WALKED_ENTRIES = 4
 
 
 class Asker(Protocol):

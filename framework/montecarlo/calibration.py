@@ -34,7 +34,12 @@ from minsep.framework.errors import CalibrationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo.certificates import SweepCalibration
 from minsep.framework.montecarlo.plain import PLAIN
-from minsep.framework.montecarlo.proposals import Proposal, SigmaPilot, SweepQuestion
+from minsep.framework.montecarlo.proposals import (
+    Proposal,
+    SigmaPilot,
+    SweepPlan,
+    SweepQuestion,
+)
 from minsep.framework.montecarlo.sampling import VERIFY_STREAM, EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK, check_sweep, geometric_sweep
 from minsep.framework.validation import check_range
@@ -59,30 +64,35 @@ def calibrate_sweep(
     config: EngineConfig | None = None,
     stream: int = VERIFY_STREAM,
     proposal: Proposal | None = None,
+    start: int = 0,
 ) -> SweepCalibration:
     """Algorithm 5 on ``sweep`` (decreasing) with ``samples`` draws per direction and entry,
     on any proposal's draws (plain when None: shared by every entry).
 
-    Raises CalibrationError when the first (most private) entry already fails, and
-    ConfigurationError (naming ``m``) when ``samples`` is too few for ``delta``. Entries after
-    the walk stopped report what the plan knows of them (plain: their delta on the shared
-    draws; NaN when nothing was drawn for them).
+    ``start > 0`` (fixed before any verification draw, e.g. by the pilot): the walk begins at
+    entry ``start``; should that entry fail, a second walk begins at the top and stops before
+    ``start``. Either walk releases an entry only if the first entry with a large true delta at
+    or after its start passed, so the two walks cost a union bound over two claims (the plan's
+    base delta, ``SweepQuestion.walks``; docs/math.md §7) and spare the escort the entries
+    above ``start``, each of which draws afresh.
+
+    Raises CalibrationError when no walk releases an entry, and ConfigurationError (naming
+    ``m``) when ``samples`` is too few for ``delta``. Entries no walk checked report what the
+    plan knows of them (plain: their delta on the shared draws; NaN when nothing was drawn).
     """
-    start = time.perf_counter()
+    began = time.perf_counter()
     values = check_sweep(sweep)
     check_range("calibrate_sweep", "epsilon", epsilon, low=0.0)
     check_range("calibrate_sweep", "delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    question = SweepQuestion(values, epsilon, delta, samples, seed, config, stream)
+    check_range("calibrate_sweep", "start", start, low=0, high=len(values) - 1, integer=True)
+    walks = 2 if start > 0 else 1
+    question = SweepQuestion(values, epsilon, delta, samples, seed, config, stream, walks)
     plan = (PLAIN if proposal is None else proposal).plan_sweep(model, question)
-    deltas: list[float] = []
-    index = -1
-    for i in range(len(values)):
-        observed, passed = plan.check(i)
-        deltas.append(observed)
-        if not passed:
-            break
-        index = i
-    deltas += [plan.unchecked(j) for j in range(len(deltas), len(values))]
+    observed: dict[int, float] = {}
+    index = _walk(plan, range(start, len(values)), observed)
+    if index < 0 and start > 0:
+        index = _walk(plan, range(start), observed)
+    deltas = [observed[j] if j in observed else plan.unchecked(j) for j in range(len(values))]
     if index < 0:
         raise CalibrationError(plan.refusal(deltas))
     return SweepCalibration(
@@ -96,9 +106,21 @@ def calibrate_sweep(
         failure_probability=plan.failure_probability,
         samples=samples,
         seed=seed,
-        seconds=time.perf_counter() - start,
+        seconds=time.perf_counter() - began,
         proposal=plan.info,
+        start=start,
     )
+
+
+def _walk(plan: SweepPlan, entries: range, observed: dict[int, float]) -> int:
+    """Check ``entries`` in order until one fails; the last that passed (-1: none)."""
+    last = -1
+    for i in entries:
+        observed[i], passed = plan.check(i)
+        if not passed:
+            break
+        last = i
+    return last
 
 
 def locate_sigma(

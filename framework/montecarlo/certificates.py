@@ -220,7 +220,8 @@ class SweepCalibration:
     ``sigma = sweep[index]`` is certified ``(epsilon, delta)``-DP with the verification failure
     ``failure_probability`` folded into ``delta`` (:mod:`.calibration`). ``deltas[i]`` is the
     empirical max-over-directions ``delta_hat(epsilon)`` of ``sweep[i]`` on the shared draws;
-    ``at_bottom`` says every entry passed (a smaller sigma might also pass).
+    ``at_bottom`` says every entry passed (a smaller sigma might also pass); ``start``: the
+    entry the first walk began at (0: the top; else two walks, :func:`.calibrate_sweep`).
     """
 
     sigma: float
@@ -235,6 +236,7 @@ class SweepCalibration:
     seed: int
     seconds: float
     proposal: ProposalInfo | None = None
+    start: int = 0
 
     @property
     def at_bottom(self) -> bool:

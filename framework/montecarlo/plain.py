@@ -270,16 +270,17 @@ class PlainProposal:
 
     def plan_sweep(self, model: PrivacyLossModel, question: SweepQuestion) -> _PlainSweep:
         """One plain tally of every sigma at ``epsilon`` (common random numbers), against
-        ``delta_b = base_delta(samples, delta)``."""
+        ``delta_b = base_delta(samples, delta)`` (shared by ``question.walks`` claims)."""
         sweep, epsilon, samples = question.sweep, question.epsilon, question.samples
         seed, stream, config = question.seed, question.stream, question.config
-        delta_b = base_delta(samples, question.delta)
+        walks = question.walks
+        delta_b = base_delta(samples, question.delta, candidates=walks)
         tally = sweep_tally(
             model, sweep, epsilon, samples=samples, seed=seed, stream=stream, config=config,
             description="calibrate",
         )  # fmt: skip
         deltas = tuple(tally.delta(i, 0) for i in range(len(sweep)))
-        failure = verification_failure(samples, delta_b)
+        failure = verification_failure(samples, delta_b, candidates=walks)
         return _PlainSweep(sweep, epsilon, deltas, delta_b, failure)
 
     def pilot_target(self, samples: int, delta: float) -> float:

@@ -126,7 +126,8 @@ class EpsilonQuestion:
 class SweepQuestion:
     """Algorithm 5's question as the walk hands it to a proposal: the ``sweep`` (decreasing,
     checked), ``epsilon`` and ``delta``, ``samples`` draws per direction and entry, on
-    ``stream``."""
+    ``stream``; ``walks``: how many walks may release an entry (2 when the walk starts inside
+    the sweep, docs/math.md §7), the claims the base delta is shared by."""
 
     sweep: tuple[float, ...]
     epsilon: float
@@ -135,6 +136,7 @@ class SweepQuestion:
     seed: int
     config: EngineConfig | None
     stream: int
+    walks: int = 1
 
 
 @attrs.frozen

@@ -219,7 +219,10 @@ def test_certified_epsilon_bounds_the_exact_one_b_min_sep() -> None:
     assert cert.certified >= high
 
 
-def test_escort_calibration_is_sound() -> None:
+@pytest.mark.parametrize("start", [0, 3, 5])
+def test_escort_calibration_is_sound(start: int) -> None:
+    """From the top, and from inside the sweep (two walks: a start that passes, 0.74, and one
+    that fails, 0.70, so the second walk from the top releases)."""
     epsilon, delta = 9.5, 1e-8  # sigma = 0.7 gives epsilon 9.53 exactly
     pld = privacy_loss_distribution
     sweep = (0.84, 0.8, 0.77, 0.74, 0.72, 0.70, 0.68)
@@ -232,7 +235,9 @@ def test_escort_calibration_is_sound() -> None:
         seed=3,
         config=QUIET,
         proposal=EscortProposal(),
+        start=start,
     )
+    assert (result.start, result.index >= start) == (start, start != 5)
     assert result.proposal is not None and result.proposal.method == "escort"
     exact = (
         pld.from_gaussian_mechanism(
