@@ -46,7 +46,7 @@ _LOW = -100.0
 _FINE_FROM = -6.0
 _COARSE = 0.25
 #: Step of the fine part of the ln s grid (outer relative error about kappa step^2 / 2).
-_FINE = 0.01
+_FINE = 0.02
 #: The fine grid ends where every class's tail bound at _KAPPA_TARGET is below e^_TAIL_LOG,
 #: searched in _UPPER_STEP steps up to _UPPER_MAX (then kappa is capped instead).
 _KAPPA_TARGET = 200.0
