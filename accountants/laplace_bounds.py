@@ -44,7 +44,7 @@ def _inner_maximum(c: np.ndarray, b: float) -> np.ndarray:
         up = b * np.exp(np.minimum(c + b * mid, 700.0)) + mid > 0.0
         hi = np.where(up, mid, hi)
         lo = np.where(up, lo, mid)
-    return 0.5 * (lo + hi)
+    return np.asarray(0.5 * (lo + hi), dtype=np.float64)
 
 
 def _log_cell_integral(start: np.ndarray, width: np.ndarray, rate: np.ndarray) -> np.ndarray:
@@ -67,7 +67,8 @@ def _log_cell_integral(start: np.ndarray, width: np.ndarray, rate: np.ndarray) -
     mid = ~(up | down)  # A < 0 < B: |A| < width, direct
     bracket[mid] = 2.0 * np.exp(0.5 * a[mid] ** 2) * (special.ndtr(b[mid]) - special.ndtr(a[mid]))
     bracket = np.maximum(bracket, 1e-300)  # rounding only; covered by the relative slack
-    return -0.5 * start * start + np.log(bracket) + 0.5 * math.log(math.pi / 2.0) - _LOG_SQRT_2PI
+    value = -0.5 * start * start + np.log(bracket) + 0.5 * math.log(math.pi / 2.0) - _LOG_SQRT_2PI
+    return np.asarray(value, dtype=np.float64)
 
 
 def log_laplace_upper(v: float, log_s: np.ndarray) -> np.ndarray:
@@ -77,7 +78,7 @@ def log_laplace_upper(v: float, log_s: np.ndarray) -> np.ndarray:
     """
     log_s = np.asarray(log_s, dtype=np.float64)
     if v == 0.0:
-        return -np.exp(log_s) + _RELATIVE_SLACK
+        return np.asarray(-np.exp(log_s) + _RELATIVE_SLACK, dtype=np.float64)
     parts = [_log_laplace_chunk(v, log_s[i : i + _CHUNK]) for i in range(0, log_s.size, _CHUNK)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -104,7 +105,7 @@ def _log_laplace_chunk(v: float, log_s: np.ndarray) -> np.ndarray:
     pieces = np.concatenate([cells, left[:, None], right[:, None]], axis=1)
     top = np.max(pieces, axis=1)
     total = top + np.log(np.sum(np.exp(pieces - top[:, None]), axis=1))
-    return np.minimum(total + _RELATIVE_SLACK, 0.0 + _RELATIVE_SLACK)
+    return np.asarray(np.minimum(total, 0.0) + _RELATIVE_SLACK, dtype=np.float64)
 
 
 def log_tail_upper(kappa: float, log_start: float, count: int, variances: Sequence[float]) -> float:

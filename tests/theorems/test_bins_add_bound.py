@@ -199,6 +199,26 @@ def test_property_random_small_configurations(seed: int) -> None:
         assert math.exp(bound.log_moment(kappa)) >= finer[kappa] * (1 - 1e-6)
 
 
+@pytest.mark.parametrize(("n", "t", "k"), [(64, 16, 4), (60, 14, 3)])
+def test_bound_is_above_monte_carlo_of_the_whole_mixture(n: int, t: int, k: int) -> None:
+    # y ~ Q, U = T^-1 sum_g u_g from C^T y folded into bins; 2e5 draws, 4 standard errors
+    rng = np.random.default_rng(7 + n)
+    coefficients = np.array([0.6, 0.5, 0.45, 0.4])[:k]
+    sigma = 1.0
+    rows = bin_rows(n, t, tuple(coefficients)) / sigma
+    half = 0.5 * np.sum(rows * rows, axis=1)
+    bound = bins_add_bound(n, t, coefficients, sigma)
+    draws: dict[float, list[np.ndarray]] = {kappa: [] for kappa in (1.0, 3.0)}
+    for _ in range(10):
+        w = rng.standard_normal((20_000, n))
+        big = np.exp(w @ rows.T - half).mean(axis=1)
+        for kappa, store in draws.items():
+            store.append(big**-kappa)
+    for kappa, store in draws.items():
+        x = np.concatenate(store)
+        assert math.exp(bound.log_moment(kappa)) >= x.mean() - 4.0 * x.std() / math.sqrt(x.size)
+
+
 def test_bound_is_a_chernoff_add_bound_with_caps() -> None:
     bound = bins_add_bound(3, 4, COEFFICIENTS[:2], 1.0)
     assert isinstance(bound, ChernoffAddBound)
