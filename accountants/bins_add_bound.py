@@ -80,9 +80,13 @@ def bin_classes(n_steps: int, cycle_length: int, bands: int) -> tuple[tuple[int,
     """A partition of the T bins into classes whose steps are pairwise ``>= bands`` apart.
 
     n > T (bins wrap around): p = floor(T / k) members per class in c = ceil(T / p) classes;
-    the circle is cut into p arcs of length c or c - 1 (both >= k) and class j takes the j-th
-    bin of every arc long enough. n <= T (one step per bin): classes g mod k over the n
-    participating bins, the empty bins g >= n dealt round-robin into them. Checked exactly.
+    the circle is cut into p arcs, e = p c - T of length c - 1 (first) and the rest of length
+    c (>= k + 1 unless k | T, when e = 0 and c = k); each arc holds one bin of each class in
+    class order, the i-th short arc skipping class floor(i c / e). Skipped classes never
+    decrease along the run of short arcs, so a class's offset drops by at most 1 from one arc
+    to the next: consecutive members are >= c - 1 >= k apart, and class sizes are balanced.
+    n <= T (one step per bin): classes g mod k over the n participating bins, the empty bins
+    g >= n dealt round-robin into them. Checked exactly.
     """
     n, t, k = n_steps, cycle_length, bands
     if n > t:
@@ -92,10 +96,12 @@ def bin_classes(n_steps: int, cycle_length: int, bands: int) -> tuple[tuple[int,
         classes: list[list[int]] = [[] for _ in range(count)]
         start = 0
         for arc in range(members):
-            length = count - 1 if arc < short else count
-            for j in range(length):
-                classes[j].append(start + j)
-            start += length
+            layout = list(range(count))
+            if arc < short:
+                layout.remove(arc * count // short)
+            for offset, j in enumerate(layout):
+                classes[j].append(start + offset)
+            start += len(layout)
     else:
         count = min(k, n)
         classes = [list(range(r, n, k)) for r in range(count)]

@@ -98,9 +98,18 @@ def test_classes_partition_and_separate(n: int, t: int, k: int) -> None:
     for c in classes:
         steps = sorted(s for g in c for s in range(g, n, t))
         assert all(b - a >= k for a, b in itertools.pairwise(steps))
-    if n > t:
-        assert min(len(c) for c in classes) >= 1
-        assert max(len(c) for c in classes) == t // k
+    if n > t:  # balanced: at most floor(T / k) members, sizes within one
+        sizes = [len(c) for c in classes]
+        assert max(sizes) == t // k
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_partition_rule_holds_everywhere_small() -> None:
+    for t in range(1, 41):
+        for k in range(1, t + 1):
+            for n in (t + 1, 2 * t + 3):
+                sizes = [len(c) for c in bin_classes(n, t, k)]  # raises if not separated
+                assert max(sizes) - min(sizes) <= 1
 
 
 def test_k_dividing_t_gives_residue_classes() -> None:
