@@ -88,6 +88,24 @@ def test_mean_moment_bounds_monte_carlo(m: int, v: float) -> None:
         assert upper <= (mean + error) * 1.01  # and within 1 %
 
 
+@pytest.mark.parametrize(("v", "kappa"), [(0.5, 5.0), (0.5, 12.0), (2.0, 4.0), (2.0, 8.0)])
+def test_pair_moment_at_large_kappa_against_gauss_hermite(v: float, kappa: float) -> None:
+    # m = 2: E[((u_1 + u_2) / 2)^-kappa] by a 2-D Gauss-Hermite rule (converged: 140 vs 180
+    # nodes agree to 1e-9), where Monte Carlo would be unreliable
+    def quadrature(points: int) -> float:
+        nodes, weights = hermite_e.hermegauss(points)
+        weights = weights / math.sqrt(2 * math.pi)
+        u = np.exp(-v / 2 + math.sqrt(v) * nodes)
+        mean = 0.5 * (u[:, None] + u[None, :])
+        return float(weights @ mean**-kappa @ weights)
+
+    exact = quadrature(180)
+    assert abs(quadrature(140) / exact - 1) < 1e-9
+    grid = _grid()
+    upper = math.exp(log_mean_moment_upper(kappa, grid, 2 * log_laplace_upper(v, grid), 2, [v, v]))
+    assert exact <= upper <= exact * 1.01
+
+
 @pytest.mark.parametrize(
     ("n", "t", "k"),
     [(1024, 256, 4), (1024, 256, 8), (1000, 100, 8), (50, 7, 3), (9, 8, 3), (5, 9, 2), (8, 8, 8)],
