@@ -4,10 +4,11 @@ Each example draws one bin g uniform in [T] and participates at steps g, g + T, 
 ``U = T^-1 sum_g u_g`` with ``u_g = exp((<C x_g, y> - ||C x_g||^2 / 2) / sigma^2)``; under Q,
 ``ln u_g ~ N(-v_g / 2, v_g)``, ``v_g = ||C x_g||^2 / sigma^2`` (``u_g = 1`` for an empty bin).
 Bins are split into classes whose steps are pairwise at least k apart (:func:`bin_classes`), so
-the u_g of one class touch disjoint rows and are independent under Q. By convexity of
-``x^-kappa``,
+the u_g of one class touch disjoint rows and are independent under Q. With
+``U_r = |S_r|^-1 sum_{g in S_r} u_g`` and ``w_r = |S_r| / T``, ``U = sum_r w_r U_r >= prod_r
+U_r^{w_r}`` (weighted AM-GM) and Hoelder with exponents ``1 / w_r`` give
 
-    E_Q[U^-kappa] <= sum_r (|S_r| / T) E_Q[U_r^-kappa],   U_r = |S_r|^-1 sum_{g in S_r} u_g,
+    E_Q[U^-kappa] <= prod_r E_Q[U_r^-kappa]^{w_r}   (<= sum_r w_r E_Q[U_r^-kappa]),
 
 and each class moment is a lognormal Laplace-transform integral bounded from above by
 :mod:`~minsep.accountants.laplace_bounds`. The Chernoff step of docs/math.md §10 then bounds
@@ -166,7 +167,7 @@ def _tail(kind: BinClass, kappa: float, upper: float) -> float:
 
 @attrs.frozen
 class BinsAddBound(ChernoffAddBound):
-    """``delta_add(eps) <= min_kappa c_kappa e^{-kappa eps} sum_r w_r E[U_r^-kappa]``
+    """``delta_add(eps) <= min_kappa c_kappa e^{-kappa eps} prod_r E[U_r^-kappa]^{w_r}``
     for balls-in-bins (docs/math.md §10.2).
 
     Attributes:
@@ -203,13 +204,12 @@ class BinsAddBound(ChernoffAddBound):
         ]
 
     def log_moment(self, kappa: float) -> float:
-        """An upper bound on ``ln E_Q[U^-kappa]``: ``ln sum_r w_r E[U_r^-kappa]``."""
-        terms = [
-            math.log(kind.count * kind.size / self.cycle_length) + value
+        """An upper bound on ``ln E_Q[U^-kappa]``: ``sum_r w_r ln E[U_r^-kappa]`` (weighted
+        AM-GM and Hoelder; never above ``ln sum_r w_r E[U_r^-kappa]``)."""
+        return math.fsum(
+            kind.count * kind.size / self.cycle_length * value
             for kind, value in zip(self.kinds, self.log_class_moments(kappa), strict=True)
-        ]
-        top = max(terms)
-        return top + math.log(sum(math.exp(x - top) for x in terms))
+        )
 
     def _kappa_low(self) -> float:
         return _KAPPA_LOW
