@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AddDirectionBound",
+    "ChernoffAddBound",
     "add_direction_bound",
     "banded_operator_norm_upper",
     "chain_add_bound",
@@ -150,21 +151,19 @@ def _collatz_wielandt(gram: Callable[[np.ndarray], np.ndarray], n_steps: int) ->
     return math.sqrt(best * (1.0 + _NORM_SLACK))
 
 
-@attrs.frozen
-class AddDirectionBound:
-    """``delta_add(eps) <= min_kappa c_kappa e^{-kappa eps} h_s(p)^n`` (docs/math.md §10).
+class ChernoffAddBound:
+    """The Chernoff step of docs/math.md §10 over a bound on ``ln E_Q[U^-kappa]``.
 
-    Attributes:
-        n_steps: n.
-        probability: p, the largest conditional participation probability given the past.
-        noise: s = sigma / ||C||_op, the one-band noise the pair post-processes.
-        log_no_participation: ``ln pi(empty)``: ``delta_add(eps) = 0`` for eps >= its negative.
+    Subclasses (attrs frozen classes) provide :meth:`log_moment` (an upper bound for every
+    kappa in the searched range), ``log_no_participation`` (``ln pi(empty)``, the most negative
+    float for 0) and, where needed, the searched range of kappa and whether the Chernoff bound
+    applies at all. Then ``delta_add(eps) <= min(c_kappa e^{-kappa eps} E_Q[U^-kappa],
+    (1 - e^eps pi(empty))_+)`` and ``epsilon(delta)`` follows likewise.
     """
 
-    n_steps: int = attrs.field(validator=steps())
-    probability: float = attrs.field(validator=probability())
-    noise: float = attrs.field(validator=number(low=0.0, low_open=True))
-    log_no_participation: float = attrs.field(validator=number(high=0.0))
+    __slots__ = ()
+
+    log_no_participation: float
 
     @property
     def failure(self) -> float:
@@ -172,19 +171,26 @@ class AddDirectionBound:
         return 0.0
 
     def log_moment(self, kappa: float) -> float:
-        """An upper bound on ``ln E_Q[U^-kappa]``: ``n ln h(p)``."""
-        return self.n_steps * log_h_upper(self.probability, self.noise, kappa)
+        """An upper bound on ``ln E_Q[U^-kappa]``."""
+        raise NotImplementedError
+
+    def _chernoff_applies(self) -> bool:
+        """Whether :meth:`log_moment` is finite (else only the pi(empty) floor and cap)."""
+        return True
+
+    def _kappa_low(self) -> float:
+        """Smallest kappa searched."""
+        return _KAPPA_RANGE[0]
 
     def _kappa_high(self) -> float:
-        """Largest kappa searched: keeps ``(1 - p)^-kappa`` finite."""
-        worst = -math.log1p(-self.probability) if self.probability < 1.0 else 1.0
-        return max(min(_KAPPA_RANGE[1], 500.0 / worst), 2.0 * _KAPPA_RANGE[0])
+        """Largest kappa searched."""
+        return _KAPPA_RANGE[1]
 
     def _minimise(self, objective: Callable[[float], float]) -> tuple[float, float]:
         """``(value, kappa)`` of a bounded search over ln kappa; any kappa is valid."""
         from scipy import optimize  # lazy: keeps the CLI's startup light
 
-        lo, hi = math.log(_KAPPA_RANGE[0]), math.log(self._kappa_high())
+        lo, hi = math.log(self._kappa_low()), math.log(self._kappa_high())
         found = optimize.minimize_scalar(
             lambda v: objective(math.exp(v)),
             bounds=(lo, hi),
@@ -203,7 +209,7 @@ class AddDirectionBound:
         floor = max(0.0, -math.expm1(epsilon + self.log_no_participation))
         if self.log_no_participation <= -sys.float_info.max:  # pi(empty) = 0: no zero floor
             floor = 1.0
-        if floor == 0.0 or self.probability >= 1.0:  # p = 1: no Chernoff bound, the floor
+        if floor == 0.0 or not self._chernoff_applies():  # no Chernoff bound: the floor
             return floor
         return min(math.exp(min(self.log_delta(epsilon)[0], 0.0)), floor)
 
@@ -213,13 +219,43 @@ class AddDirectionBound:
         cap = max(0.0, math.log1p(-delta) - self.log_no_participation)
         if self.log_no_participation <= -sys.float_info.max:  # pi(empty) = 0: no finite cap
             cap = math.inf
-        if self.probability >= 1.0:  # p = 1: no Chernoff bound, only the cap
+        if not self._chernoff_applies():  # no Chernoff bound, only the cap
             return cap
         log_delta = math.log(delta)
         chernoff, _ = self._minimise(
             lambda kappa: (log_c(kappa) + self.log_moment(kappa) - log_delta) / kappa
         )
         return max(min(chernoff, cap), 0.0)
+
+
+@attrs.frozen
+class AddDirectionBound(ChernoffAddBound):
+    """``delta_add(eps) <= min_kappa c_kappa e^{-kappa eps} h_s(p)^n`` (docs/math.md §10).
+
+    Attributes:
+        n_steps: n.
+        probability: p, the largest conditional participation probability given the past.
+        noise: s = sigma / ||C||_op, the one-band noise the pair post-processes.
+        log_no_participation: ``ln pi(empty)``: ``delta_add(eps) = 0`` for eps >= its negative.
+    """
+
+    n_steps: int = attrs.field(validator=steps())
+    probability: float = attrs.field(validator=probability())
+    noise: float = attrs.field(validator=number(low=0.0, low_open=True))
+    log_no_participation: float = attrs.field(validator=number(high=0.0))
+
+    def log_moment(self, kappa: float) -> float:
+        """An upper bound on ``ln E_Q[U^-kappa]``: ``n ln h(p)``."""
+        return self.n_steps * log_h_upper(self.probability, self.noise, kappa)
+
+    def _chernoff_applies(self) -> bool:
+        """p = 1: no Chernoff bound (h is infinite)."""
+        return self.probability < 1.0
+
+    def _kappa_high(self) -> float:
+        """Largest kappa searched: keeps ``(1 - p)^-kappa`` finite."""
+        worst = -math.log1p(-self.probability) if self.probability < 1.0 else 1.0
+        return max(min(_KAPPA_RANGE[1], 500.0 / worst), 2.0 * _KAPPA_RANGE[0])
 
 
 def add_direction_bound(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from minsep.accountants.add_bound import AddDirectionBound
+from minsep.accountants.add_bound import ChernoffAddBound
 from minsep.accountants.block_add_bound import BlockAddBound
 from minsep.accountants.escort_setup import INFLATE, escort_law
 from minsep.framework.errors import ConfigurationError
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: An add-direction bound: ``delta(eps)`` and ``epsilon(delta)``, both upper bounds.
-AddBound = AddDirectionBound | BlockAddBound
+AddBound = ChernoffAddBound | BlockAddBound
 
 #: A run sized by precision samples the add direction (plain) only up to this many draws;
 #: beyond it the deterministic bound of docs/math.md §10 certifies it (and may bind).
@@ -48,7 +48,7 @@ def add_threshold(model: PrivacyLossModel) -> float:
     return value * (1.0 + INFLATE) if math.isfinite(value) else math.inf
 
 
-def add_bound(model: PrivacyLossModel, sigma: float) -> AddDirectionBound:
+def add_bound(model: PrivacyLossModel, sigma: float) -> ChernoffAddBound:
     """The deterministic add-direction bound of docs/math.md §10 for the escort's model (its
     law's: :meth:`~.escort_law.EscortLaw.add_bound`)."""
     return escort_law("add_bound", model).add_bound(sigma)

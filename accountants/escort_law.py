@@ -32,6 +32,7 @@ from minsep.accountants import phase_moments
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.add_bound import (
     AddDirectionBound,
+    ChernoffAddBound,
     banded_operator_norm_upper,
     chain_add_bound,
     phase_add_bound,
@@ -84,8 +85,8 @@ class EscortLaw(Protocol):
     def log_no_participation(self) -> float:
         """``ln pi(empty)`` (``-inf`` when every unit participates)."""
 
-    def add_bound(self, sigma: float) -> AddDirectionBound:
-        """The deterministic add-direction bound at sigma (docs/math.md §10)."""
+    def add_bound(self, sigma: float) -> ChernoffAddBound:
+        """The deterministic add-direction bound at sigma (docs/math.md §10, §10.2)."""
 
     def sampled_add_bound(
         self,

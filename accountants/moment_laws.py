@@ -19,6 +19,7 @@ from minsep.accountants import phase_moments
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.add_bound import (
     AddDirectionBound,
+    ChernoffAddBound,
     add_direction_bound,
     phase_add_bound,
 )
@@ -60,7 +61,7 @@ class MomentLaw(Protocol):
 
     def add_bound(
         self, scheme: SamplingScheme, strategy: Strategy, sigma: float
-    ) -> AddDirectionBound | None: ...
+    ) -> ChernoffAddBound | None: ...
 
 
 @attrs.frozen

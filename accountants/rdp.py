@@ -39,7 +39,7 @@ import attrs
 import numpy as np
 
 from minsep.accountants import rdp_moments as moments
-from minsep.accountants.add_bound import AddDirectionBound
+from minsep.accountants.add_bound import AddDirectionBound, ChernoffAddBound
 from minsep.accountants.gaussian import GaussianAccountant, gaussian_delta, smallest_epsilon
 from minsep.accountants.moment_laws import MomentLaw, moment_law, moments_of
 from minsep.accountants.pld import check_sigma, conservative_sigma
@@ -109,7 +109,7 @@ class RenyiBound:
     exact: tuple[bool, ...]
     add_covered: bool
     log_no_participation: float
-    add: AddDirectionBound | None = None
+    add: ChernoffAddBound | None = None
     gaussian_noise: float = math.inf
 
     def remove_epsilon(self, delta: float) -> tuple[float, int]:
@@ -442,12 +442,14 @@ class RdpAccountant(Accountant):
         if bound.add_covered:
             notes.append("add direction covered by Mironov, Talwar & Zhang 2019 (b = 1, C = I)")
         else:
-            chernoff = (
-                ""
-                if bound.add is None
-                else ", the Chernoff bound of docs/math.md §10 (one-band noise "
-                f"{bound.add.noise:.6g})"
-            )
+            chernoff = ""
+            if isinstance(bound.add, AddDirectionBound):
+                chernoff = (
+                    ", the Chernoff bound of docs/math.md §10 (one-band noise "
+                    f"{bound.add.noise:.6g})"
+                )
+            elif bound.add is not None:
+                chernoff = ", the Chernoff bound of docs/math.md §10"
             notes.append(
                 "add direction bounded by P >= pi(empty) Q with ln pi(empty) = "
                 f"{bound.log_no_participation!r}{chernoff} and the total-variation bound"
