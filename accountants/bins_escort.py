@@ -16,13 +16,15 @@ the budget. Per-step counts are ``n_{t mod T}``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import attrs
 import numpy as np
 
 from minsep.accountants import bins_moments
-from minsep.accountants.add_bound import AddDirectionBound, phase_add_bound
+from minsep.accountants.add_bound import ChernoffAddBound
+from minsep.accountants.bins_add_bound import bins_add_bound
 from minsep.accountants.block_add_bound import BlockAddBound
 from minsep.accountants.escort import EscortDraw
 from minsep.framework.errors import ConfigurationError
@@ -144,13 +146,22 @@ def _float_tuple(values: tuple[float, ...] | np.ndarray) -> tuple[float, ...]:
     return tuple(float(v) for v in np.asarray(values, dtype=np.float64).ravel())
 
 
+@functools.lru_cache(maxsize=64)
+def _bins_add_bound(
+    n_steps: int, cycle_length: int, coefficients: tuple[float, ...], sigma: float
+) -> ChernoffAddBound:
+    """:func:`~.bins_add_bound.bins_add_bound`, kept per sigma (its Laplace transforms take
+    about 0.3 s per distinct column norm, and a run asks at every sweep entry)."""
+    return bins_add_bound(n_steps, cycle_length, coefficients, sigma)
+
+
 @attrs.frozen
 class BinsEscortLaw:
     """Balls-in-bins with cycle length T (docs/rdp-escort.md §10.8): the transfer pass of
     :mod:`.bins_moments` (``C(lam + W + 1, W + 1)`` states per boundary, ``C(lam + W, W)``
     boundaries when the ring has a seam, W = bands - 1), passes within :data:`BINS_MAX_WORK`,
-    the draws of :func:`sample_bins_escort_counts`; the add direction as random-phase cyclic
-    Poisson with q = 1 (the same mixture)."""
+    the draws of :func:`sample_bins_escort_counts`; the add direction by the class-wise bound
+    of docs/math.md §10.2."""
 
     n_steps: int
     cycle_length: int
@@ -220,10 +231,10 @@ class BinsEscortLaw:
         """``ln((T - n) / T)`` when ``T > n`` (empty bins), else ``-inf``."""
         return self.mixture().log_no_participation()
 
-    def add_bound(self, sigma: float) -> AddDirectionBound:
-        """The per-phase Chernoff bound of §10.4 at q = 1 (the one place a sharper bins bound
-        would plug in)."""
-        return phase_add_bound(self.mixture(), np.asarray(self.coefficients), sigma)
+    def add_bound(self, sigma: float) -> ChernoffAddBound:
+        """The class-wise bound of docs/math.md §10.2 (:func:`~.bins_add_bound.bins_add_bound`;
+        at q = 1 the per-phase bound of §10.4 is the unamplified Gaussian), one per sigma."""
+        return _bins_add_bound(self.n_steps, self.cycle_length, self.coefficients, float(sigma))
 
     def sampled_add_bound(
         self,

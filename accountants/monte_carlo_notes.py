@@ -33,7 +33,7 @@ def proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
         "exact zero": "the add direction's delta is exactly 0 (epsilon >= ln(1/pi(empty)))",
         "deterministic": (
             "the add direction is certified deterministically by the Chernoff bound of "
-            "docs/math.md §10 (no add samples drawn"
+            "docs/math.md §10 (§10.2 for balls-in-bins; no add samples drawn"
             + ("" if info.add_delta is None else f"; delta_add <= {info.add_delta:.3g}")
             + ")"
         ),
