@@ -8,9 +8,10 @@ participation patterns whose participations lie in each block's *zone* are kept.
   Each block but the last drops about ``(b - 1) p`` of its mass.
 * ``"entry-min"`` (§10.1.1): the zone is a block's first ``L - k + 1`` steps (k bands), so the
   columns stay inside the block but a participation's barred steps may spill into the next one;
-  the next block's factor is the minimum over its b entry states,
-  ``M_B = min_s G_{B,s}``, computed for all s at once by one backward pass (``V_s`` is the weight
-  of the block from "available at step s"). Each block but the last drops about ``(k - 1) p``.
+  the next block's factor is the minimum over the entry states it can have (barred counts
+  ``s = 0..b-k``), ``M_B = min_s G_{B,s}``, computed for all s at once by one backward pass
+  (``V_s`` is the weight of the block from "available at step s"). Each block but the last
+  drops about ``(k - 1) p``; with ``k = b`` it is the zone variant.
 
 Both give ``U(y) >= prod_B F_B(y_B)`` pointwise, the factors depending on disjoint rows.
 """
@@ -46,14 +47,20 @@ ENTRY_MIN = "entry-min"
 class BlockKind:
     """One block law: ``length`` steps, participation allowed at steps ``< zone``, availability
     law ``initial`` over the barred counts 0..b-1 at the block's start, ``count`` such blocks.
-    ``entry_min``: the factor is the minimum over the b entry states (§10.1.1); ``initial`` is
-    then the point mass at 0, whose empty weight ``(1 - p)^L`` is the smallest of them all."""
+    ``entries`` > 0: the factor is the minimum over the entry states 0..entries-1 (§10.1.1);
+    ``initial`` is then the point mass at 0, whose empty weight ``(1 - p)^L`` is the smallest
+    of theirs."""
 
     length: int = attrs.field(validator=positive_int())
     zone: int = attrs.field(validator=positive_int())
     initial: tuple[float, ...]
     count: int = attrs.field(validator=positive_int())
-    entry_min: bool = False
+    entries: int = 0
+
+    @property
+    def entry_min(self) -> bool:
+        """Whether the factor is a minimum over entry states (§10.1.1)."""
+        return self.entries > 0
 
     def log_empty(self, probability: float) -> float:
         """``ln G_B(empty)``: the weight of declining every available step of the block."""
@@ -108,8 +115,10 @@ def block_kinds(chain: ParticipationChain, length: int) -> list[BlockKind]:
 
 def entry_min_kinds(chain: ParticipationChain, length: int, bands: int) -> list[BlockKind]:
     """The ``"entry-min"`` block laws (§10.1.1): zones of ``length - bands + 1`` steps; the first
-    block from the chain's initial law, every later one the minimum over its entry states (the
-    last block's zone is all of it). One block (``n < 2 length``) is the whole exact mixture."""
+    block from the chain's initial law, every later one the minimum over the entry states a
+    zone participation can leave (barred counts ``0..b - bands``; the last block's zone is all of
+    it). One block (``n < 2 length``) is the whole exact mixture, and ``bands = b`` the zone
+    variant itself (:func:`block_kinds`: entry state 0 only)."""
     _check_length(chain, length)
     n, b = chain.n_steps, chain.min_sep
     if not 1 <= bands <= min(b, length):
@@ -119,14 +128,15 @@ def entry_min_kinds(chain: ParticipationChain, length: int, bands: int) -> list[
     cold = (1.0,) + (0.0,) * (b - 1)
     first = tuple(float(x) for x in chain.initial_law())
     blocks = max(n // length, 1)
-    if blocks == 1:
-        return [BlockKind(n, n, first, 1)]
+    if blocks == 1 or bands == b:
+        return block_kinds(chain, length)
     last_length = n - (blocks - 1) * length
     zone = length - bands + 1
+    entries = b - bands + 1
     kinds = [BlockKind(length, zone, first, 1)]
     if blocks > 2:
-        kinds.append(BlockKind(length, zone, cold, blocks - 2, entry_min=True))
-    kinds.append(BlockKind(last_length, last_length, cold, 1, entry_min=True))
+        kinds.append(BlockKind(length, zone, cold, blocks - 2, entries=entries))
+    kinds.append(BlockKind(last_length, last_length, cold, 1, entries=entries))
     return kinds
 
 
@@ -210,7 +220,8 @@ def entry_values(
 def entry_min_factors(
     kind: BlockKind, coefficients: np.ndarray, sigma: float, probability: float, z: np.ndarray
 ) -> np.ndarray:
-    """``ln M_B = ln min_s G_{B,s}`` for each row of ``z`` (§10.1.1; :func:`entry_values`)."""
-    values = entry_values(kind, coefficients, sigma, probability, z)
+    """``ln M_B = ln min_{s < entries} G_{B,s}`` for each row of ``z`` (§10.1.1;
+    :func:`entry_values`)."""
+    values = entry_values(kind, coefficients, sigma, probability, z)[:, : kind.entries]
     with np.errstate(divide="ignore"):
         return np.asarray(np.log(values.min(axis=1)), dtype=np.float64)
