@@ -55,7 +55,14 @@ class BlockKind:
     zone: int = attrs.field(validator=positive_int())
     initial: tuple[float, ...]
     count: int = attrs.field(validator=positive_int())
-    entries: int = 0
+    entries: int = attrs.field(default=0)
+
+    @entries.validator
+    def _check_entries(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if not 0 <= value <= len(self.initial):
+            raise ConfigurationError(
+                f"BlockKind.entries = {value} is invalid: it must be in [0, {len(self.initial)}]"
+            )
 
     @property
     def entry_min(self) -> bool:
