@@ -21,7 +21,8 @@ the verification's failure probability ``beta`` folded in as the engine folds it
 A second variant of the block laws (``"entry-min"``, §10.1.1; :mod:`.block_laws`) keeps every
 participation whose column stays inside its block, lets the chain enter each later block in
 any state and takes the minimum over those states; it drops about ``(k - 1) p`` per block
-instead of ``(b - 1) p``. The variant, the order kappa and the block length L are chosen on
+instead of ``(b - 1) p``, so blocks as short as b serve. The variant, the order kappa and the
+block length L are chosen on
 pilot draws (a planning choice: no extra failure budget), then verified on fresh ones.
 """
 
@@ -70,6 +71,9 @@ KAPPAS: tuple[float, ...] = tuple(0.25 * 2.0 ** (i / 2.0) for i in range(17))
 VARIANTS: tuple[str, ...] = (ZONE, ENTRY_MIN)
 #: Block lengths the pilot compares, in multiples of b (capped at n).
 LENGTH_FACTORS: tuple[int, ...] = (4, 8, 16, 32)
+#: Block lengths of the entry-min variant: it drops only k - 1 steps per block, so blocks as
+#: short as b pay little and keep the bounded mean's range (1 - p)^-kappa L small.
+ENTRY_LENGTH_FACTORS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 #: Sample-steps of the pilot per block length, and of the verification.
 PILOT_WORK = 2**21
 VERIFY_WORK = 2**26
@@ -192,9 +196,9 @@ class BlockAddBound:
         return max(min(chernoff, cap), 0.0)
 
 
-def _lengths(chain: ParticipationChain) -> list[int]:
+def _lengths(chain: ParticipationChain, factors: tuple[int, ...]) -> list[int]:
     n, b = chain.n_steps, chain.min_sep
-    return sorted({min(f * b, n) for f in LENGTH_FACTORS})  # each >= min(b, n)
+    return sorted({min(f * b, n) for f in factors})  # each >= min(b, n)
 
 
 @attrs.frozen
@@ -246,13 +250,15 @@ def _plan(
     (pilot stream 3)."""
     p = chain.probability
     best: tuple[float, _Pilot | None, float] = (math.inf, None, KAPPAS[0])
-    for index, length in enumerate(_lengths(chain)):
-        rows = max(PILOT_WORK // length, 256)
-        zone = block_kinds(chain, length)
-        for variant in VARIANTS:
+    zones = [block_kinds(chain, length) for length in _lengths(chain, LENGTH_FACTORS)]
+    k, b = coefficients.size, chain.min_sep
+    for variant in VARIANTS:  # the zone variant first: ties go to it
+        factors = LENGTH_FACTORS if variant == ZONE else ENTRY_LENGTH_FACTORS
+        for index, length in enumerate(_lengths(chain, factors)):
+            rows = max(PILOT_WORK // length, 256)
             kinds = variant_kinds(chain, length, variant, coefficients.size)
-            if variant == ENTRY_MIN and ZONE in VARIANTS and kinds == zone:
-                continue  # one block: both variants are the exact mixture
+            if variant == ENTRY_MIN and ZONE in VARIANTS and (kinds in zones or k == b):
+                continue  # one block, or k = b: the zone variant's laws
             stream = 0 if variant == ZONE else 3
             pilot = _Pilot(
                 length,

@@ -166,6 +166,7 @@ def test_certified_moment_bounds_the_mixture_over_seeds(
     chain = ParticipationChain(n, b, p, warm)
     for factors in ((1,), (4,)):
         monkeypatch.setattr(block, "LENGTH_FACTORS", factors)
+        monkeypatch.setattr(block, "ENTRY_LENGTH_FACTORS", factors)
         for seed in range(3):
             block._certify.cache_clear()
             bound = certify_block_bound(chain, c, sigma, 1e-3, seed)
@@ -345,6 +346,7 @@ def test_random_chains_block_delta_is_above_the_exact_add_delta(
     monkeypatch.setattr(block, "VARIANTS", (variant,))
     for factors in ((1,), (4,)):
         monkeypatch.setattr(block, "LENGTH_FACTORS", factors)
+        monkeypatch.setattr(block, "ENTRY_LENGTH_FACTORS", factors)
         block._certify.cache_clear()
         bound = certify_block_bound(chain, c, sigma, 1e-2, seed)
         for eps in (0.1, 0.5, 1.0, 2.0):
