@@ -22,8 +22,8 @@ A second variant of the block laws (``"entry-min"``, §10.1.1; :mod:`.block_laws
 participation whose column stays inside its block, lets the chain enter each later block in
 any state and takes the minimum over those states; it drops about ``(k - 1) p`` per block
 instead of ``(b - 1) p``, so blocks as short as b serve. The variant, the order kappa and the
-block length L are chosen on
-pilot draws (a planning choice: no extra failure budget), then verified on fresh ones.
+block length L are chosen on pilot draws (a planning choice: no extra failure budget), then
+verified on fresh ones.
 """
 
 from __future__ import annotations
