@@ -18,7 +18,12 @@ Bernstein and Chernoff-KL, each at half the failure budget). With the Chernoff s
     delta_add(eps) <= c_kappa e^{-kappa eps} prod_B M_B + beta,
 
 the verification's failure probability ``beta`` folded in as the engine folds its own (§7).
-The order kappa and the block length L are chosen on pilot draws, then verified on fresh ones.
+A second variant of the block laws (``"entry-min"``, §10.1.1; :mod:`.block_laws`) keeps every
+participation whose column stays inside its block, lets the chain enter each later block in
+any state and takes the minimum over those states; it drops about ``(k - 1) p`` per block
+instead of ``(b - 1) p``, so blocks as short as b serve. The variant, the order kappa and the
+block length L are chosen on pilot draws (a planning choice: no extra failure budget), then
+verified on fresh ones.
 """
 
 from __future__ import annotations
@@ -32,12 +37,22 @@ import attrs
 import numpy as np
 
 from minsep.accountants.add_bound import log_c
+from minsep.accountants.block_laws import (
+    ENTRY_MIN,
+    ZONE,
+    BlockKind,
+    block_factors,
+    block_kinds,
+    variant_kinds,
+)
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo.bounds import kl_upper_confidence
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range, number, positive_int
 
 __all__ = [
+    "ENTRY_MIN",
+    "ZONE",
     "BlockAddBound",
     "BlockKind",
     "block_factors",
@@ -52,8 +67,13 @@ BLOCK_STREAM = 1 << 30
 FAILURE_SHARE = 1e-3
 #: Orders kappa the pilot compares (any kappa > 0 is valid; one is verified).
 KAPPAS: tuple[float, ...] = tuple(0.25 * 2.0 ** (i / 2.0) for i in range(17))
+#: Block-law variants the pilot compares (docs/math.md §10.1 and §10.1.1; one is verified).
+VARIANTS: tuple[str, ...] = (ZONE, ENTRY_MIN)
 #: Block lengths the pilot compares, in multiples of b (capped at n).
 LENGTH_FACTORS: tuple[int, ...] = (4, 8, 16, 32)
+#: Block lengths of the entry-min variant: it drops only k - 1 steps per block, so blocks as
+#: short as b pay little and keep the bounded mean's range (1 - p)^-kappa L small.
+ENTRY_LENGTH_FACTORS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 #: Sample-steps of the pilot per block length, and of the verification.
 PILOT_WORK = 2**21
 VERIFY_WORK = 2**26
@@ -67,96 +87,6 @@ ENOUGH_MARGIN = 0.05
 CHUNK_ROWS = 2**15
 #: Relative inflation of the smallest block factor's inverse power (rounding of the pass).
 _RANGE_SLACK = 1e-9
-
-
-@attrs.frozen
-class BlockKind:
-    """One block law: ``length`` steps, participation allowed at steps ``< zone``, availability
-    law ``initial`` over the barred counts 0..b-1 at the block's start, ``count`` such blocks."""
-
-    length: int = attrs.field(validator=positive_int())
-    zone: int = attrs.field(validator=positive_int())
-    initial: tuple[float, ...]
-    count: int = attrs.field(validator=positive_int())
-
-    def log_empty(self, probability: float) -> float:
-        """``ln G_B(empty)``: the weight of declining every available step of the block."""
-        log1mp = math.log1p(-probability) if probability < 1.0 else -math.inf
-        terms = [
-            math.log(w) + max(self.length - a, 0) * log1mp
-            for a, w in enumerate(self.initial)
-            if w > 0.0
-        ]
-        top = max(terms)
-        if top == -math.inf:
-            return top
-        return top + math.log(sum(math.exp(t - top) for t in terms))
-
-
-def block_kinds(chain: ParticipationChain, length: int) -> list[BlockKind]:
-    """The block laws of ``chain`` cut into blocks of ``length`` (the last one takes the rest).
-
-    Every block but the last allows participation in its first ``length - b + 1`` steps, so a
-    participation's barred steps end inside it and the next block starts available; the first
-    block starts from the chain's initial law (cold: available), the others available.
-    """
-    n, b = chain.n_steps, chain.min_sep
-    if length < min(b, n):
-        raise ConfigurationError(
-            f"block_kinds.length = {length} is invalid: it must be at least min_sep = {b} "
-            f"(or the {n} steps)"
-        )
-    cold = (1.0,) + (0.0,) * (b - 1)
-    first = tuple(float(x) for x in chain.initial_law())
-    blocks = max(n // length, 1)
-    last_length = n - (blocks - 1) * length
-    zone = length - b + 1
-    if blocks == 1:
-        return [BlockKind(n, n, first, 1)]
-    kinds: list[BlockKind] = []
-    middle = blocks - 2
-    if first != cold:
-        kinds.append(BlockKind(length, zone, first, 1))
-    else:
-        middle += 1
-    if middle > 0:
-        kinds.append(BlockKind(length, zone, cold, middle))
-    kinds.append(BlockKind(last_length, last_length, cold, 1))
-    return kinds
-
-
-def block_factors(
-    kind: BlockKind, coefficients: np.ndarray, sigma: float, probability: float, z: np.ndarray
-) -> np.ndarray:
-    """``ln G_B`` for each row of standard normals ``z`` (rows x ``kind.length``).
-
-    ``y = sigma z``; the column of step j is c cut at the block's end, ``g_j = exp(<c_j, z> /
-    sigma - ||c_j||^2 / (2 sigma^2))``; forward pass over "available at step t":
-    ``A[t + b] += p g_t A[t]`` (zone steps), ``A[t + 1] += (1 - p) A[t]``; ``G = sum A[>= L]``.
-    """
-    b = len(kind.initial)
-    k = coefficients.size
-    rows, length = z.shape
-    padded = np.concatenate([z, np.zeros((rows, k - 1))], axis=1)
-    dots = np.zeros((rows, kind.zone))
-    norms = np.zeros(kind.zone)
-    ones = np.concatenate([np.ones(length), np.zeros(k - 1)])
-    for i, c in enumerate(coefficients):
-        dots += c * padded[:, i : i + kind.zone]
-        norms += c * c * ones[i : i + kind.zone]
-    with np.errstate(over="ignore"):
-        g = np.exp(dots / sigma - norms / (2.0 * sigma * sigma))
-    p = probability
-    avail = np.zeros((rows, length + b))
-    avail[:, :b] = np.asarray(kind.initial)
-    for t in range(length):
-        here = avail[:, t]
-        if t < kind.zone:
-            avail[:, t + b] += p * g[:, t] * here
-        avail[:, t + 1] += (1.0 - p) * here
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        total = avail[:, length:].sum(axis=1)
-        return np.asarray(np.log(total), dtype=np.float64)
 
 
 def empirical_bernstein_upper(
@@ -226,6 +156,8 @@ class BlockAddBound:
         log_no_participation: ``ln pi(empty)`` (inflated downward as §10 does).
         block_length: L.
         samples: verification draws per block law.
+        variant: the block laws verified: ``"zone"`` (§10.1, restart available) or
+            ``"entry-min"`` (§10.1.1, the minimum over entry states).
     """
 
     kappa: float = attrs.field(validator=number(low=0.0, low_open=True))
@@ -234,6 +166,15 @@ class BlockAddBound:
     log_no_participation: float = attrs.field(validator=number(high=0.0))
     block_length: int = attrs.field(validator=positive_int())
     samples: int = attrs.field(validator=positive_int())
+    variant: str = attrs.field(default=ZONE, validator=attrs.validators.in_((ZONE, ENTRY_MIN)))
+
+    def note(self) -> str:
+        """One line: the variant, L, kappa and the verification rows."""
+        section = "§10.1.1" if self.variant == ENTRY_MIN else "§10.1"
+        return (
+            f"block bound ({self.variant}, docs/math.md {section}): L = {self.block_length}, "
+            f"kappa = {self.kappa:.4g}, {self.samples:,} rows per block law"
+        )
 
     def delta(self, epsilon: float) -> float:
         """An upper bound on ``delta_add(epsilon)`` (the failure folded in)."""
@@ -255,16 +196,18 @@ class BlockAddBound:
         return max(min(chernoff, cap), 0.0)
 
 
-def _lengths(chain: ParticipationChain) -> list[int]:
+def _lengths(chain: ParticipationChain, factors: tuple[int, ...]) -> list[int]:
     n, b = chain.n_steps, chain.min_sep
-    return sorted({min(f * b, n) for f in LENGTH_FACTORS})  # each >= min(b, n)
+    return sorted({min(f * b, n) for f in factors})  # each >= min(b, n)
 
 
 @attrs.frozen
 class _Pilot:
-    """Pilot draws of every block law at one block length, and the score they predict."""
+    """Pilot draws of every block law at one block length and variant, and the score they
+    predict."""
 
     length: int
+    variant: str
     draws: tuple[tuple[BlockKind, np.ndarray], ...]
     probability: float
     log_inverse_failure: float
@@ -295,34 +238,53 @@ def _plan(
     log_inverse_failure: float,
     at_epsilon: float | None,
     enough: float | None,
-) -> tuple[int, float, int]:
-    """``(L, kappa, rows)``: the (L, kappa) with the smallest add epsilon at ``delta`` (or,
-    given ``at_epsilon``, the smallest add delta there) predicted from pilot draws for the
-    most verification rows (``VERIFY_WORK / L``), then the fewest rows (down to 1/64 of those)
-    whose predicted epsilon is within :data:`ROWS_TOLERANCE` of it (ln delta within its log).
-    A planning rule: any (L, kappa, rows) fixed before the verification draws is valid."""
+) -> tuple[int, float, int, str]:
+    """``(L, kappa, rows, variant)``: the (variant, L, kappa) with the smallest add epsilon at
+    ``delta`` (or, given ``at_epsilon``, the smallest add delta there) predicted from pilot
+    draws for the most verification rows (``VERIFY_WORK / L``), then the fewest rows (down to
+    1/64 of those) whose predicted epsilon is within :data:`ROWS_TOLERANCE` of it (ln delta
+    within its log). A planning rule: any (variant, L, kappa, rows) fixed before the
+    verification draws is valid, so the choice costs no failure budget. Ties go to the
+    ``"zone"`` variant, whose pilot draws (stream 0) are those it had alone, so where it is
+    chosen its plan and bound are what they were without the ``"entry-min"`` candidates
+    (pilot stream 3)."""
     p = chain.probability
     best: tuple[float, _Pilot | None, float] = (math.inf, None, KAPPAS[0])
-    for index, length in enumerate(_lengths(chain)):
-        rows = max(PILOT_WORK // length, 256)
-        pilot = _Pilot(
-            length,
-            tuple(
-                (
-                    kind,
-                    _draw_log_factors(
-                        kind, coefficients, sigma, p, rows, seed, (BLOCK_STREAM, 0, index, j)
-                    ),
-                )
-                for j, kind in enumerate(block_kinds(chain, length))
-            ),
-            p,
-            log_inverse_failure,
-        )
-        for kappa in KAPPAS:
-            score = pilot.score(kappa, _most_rows(length), delta, at_epsilon)
-            if score < best[0]:
-                best = (score, pilot, kappa)
+    zones = [block_kinds(chain, length) for length in _lengths(chain, LENGTH_FACTORS)]
+    k, b = coefficients.size, chain.min_sep
+    for variant in VARIANTS:  # the zone variant first: ties go to it
+        factors = LENGTH_FACTORS if variant == ZONE else ENTRY_LENGTH_FACTORS
+        for index, length in enumerate(_lengths(chain, factors)):
+            rows = max(PILOT_WORK // length, 256)
+            kinds = variant_kinds(chain, length, variant, coefficients.size)
+            if variant == ENTRY_MIN and ZONE in VARIANTS and (kinds in zones or k == b):
+                continue  # one block, or k = b: the zone variant's laws
+            stream = 0 if variant == ZONE else 3
+            pilot = _Pilot(
+                length,
+                variant,
+                tuple(
+                    (
+                        kind,
+                        _draw_log_factors(
+                            kind,
+                            coefficients,
+                            sigma,
+                            p,
+                            rows,
+                            seed,
+                            (BLOCK_STREAM, stream, index, j),
+                        ),
+                    )
+                    for j, kind in enumerate(kinds)
+                ),
+                p,
+                log_inverse_failure,
+            )
+            for kappa in KAPPAS:
+                score = pilot.score(kappa, _most_rows(length), delta, at_epsilon)
+                if score < best[0]:
+                    best = (score, pilot, kappa)
     score, chosen, kappa = best
     assert chosen is not None
     most = _most_rows(chosen.length)
@@ -334,8 +296,8 @@ def _plan(
     for fraction in (64, 16, 4):
         rows = max(most // fraction, MIN_ROWS)
         if chosen.score(kappa, rows, delta, at_epsilon) <= target:
-            return chosen.length, kappa, rows
-    return chosen.length, kappa, most
+            return chosen.length, kappa, rows, chosen.variant
+    return chosen.length, kappa, most, chosen.variant
 
 
 def _most_rows(length: int) -> int:
@@ -402,13 +364,13 @@ def _certify(
     # at most three block laws, each with two bounds, in at most two verifications (the fewer
     # rows, then all of them where the first misses ``enough``): a union bound over twelve
     log_inverse_failure = math.log(12.0 / failure)
-    length, kappa, rows = _plan(
+    length, kappa, rows, variant = _plan(
         chain, c, sigma, delta, seed, log_inverse_failure, at_epsilon, enough
     )
 
     def verified(rows: int, stage: int) -> BlockAddBound:
         log_moment = 0.0
-        for j, kind in enumerate(block_kinds(chain, length)):
+        for j, kind in enumerate(variant_kinds(chain, length, variant, c.size)):
             log_g = _draw_log_factors(kind, c, sigma, p, rows, seed, (BLOCK_STREAM, stage, j))
             log_moment += kind.count * _upper_log_moment(
                 log_g, kappa, kind.log_empty(p), log_inverse_failure
@@ -422,6 +384,7 @@ def _certify(
             ),
             block_length=length,
             samples=rows,
+            variant=variant,
         )
 
     first = verified(rows, 1)

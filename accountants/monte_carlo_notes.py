@@ -39,7 +39,8 @@ def proposal_notes(info: ProposalInfo | None) -> tuple[str, ...]:
         ),
         "block bound": (
             "the add direction is certified by the sampled block bound of docs/math.md §10.1 "
-            "(block draws only, no add samples of the pair; its failure probability folded in"
+            "(its zone or entry-min blocks, §10.1.1, whichever its pilot predicts tighter; "
+            "block draws only, no add samples of the pair; its failure probability folded in"
             + ("" if info.add_delta is None else f"; delta_add <= {info.add_delta:.3g}")
             + ")"
         ),
