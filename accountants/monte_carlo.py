@@ -505,7 +505,7 @@ class MonteCarloAccountant(Accountant):
                 pilot["samples"] = self._pilot()
         if centre is None:
             centre = grid.centre(model, epsilon, delta, proposal, self.samples, **pilot)
-        sweep = grid.points(centre)
+        sweep = grid.points(centre) if proposal is None else grid.escort_points(centre)
         start = 0 if proposal is None else grid.walk_start()  # escort entries draw afresh
         result = calibrate_sweep(
             model, sweep, epsilon, delta, samples=self.samples, seed=seed, config=config,

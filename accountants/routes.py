@@ -315,7 +315,8 @@ def _escort_estimate(
         steps=LOCATE_STEPS,
     )
     located = time.process_time()
-    escorts = proposal.sweep_plan(model, accountant.calibration_sweep.points(centre), epsilon)
+    sweep = accountant.calibration_sweep.escort_points(centre)
+    escorts = proposal.sweep_plan(model, sweep, epsilon)
     planned = time.process_time() - located
     rates = measure_escort_seconds(model, escorts.smallest)
     costs = EscortCosts(escorts.order, *rates, locate=located - began, plan=planned)
