@@ -37,6 +37,7 @@ __all__ = [
     "forward_log_moment",
     "log_escort_weight",
     "log_support_bound",
+    "sample_escort_batch",
     "sample_escort_counts",
 ]
 
@@ -206,19 +207,72 @@ def _forward_filter_backward_sample(
     block: int,
     compiled: bool = False,
 ) -> EscortDraw:
-    b, p, n = chain.min_sep, chain.probability, chain.n_steps
     forward = _forward_pass(chain, coefficients, products, sigma, lam, block)
-    checkpoints = dict(forward.checkpoints)  # popped below; the arrays are only read
-    state, log_z = forward.final, forward.log_z
+    (counts,) = _backward_walks(chain, products, forward, sigma, [n_samples], [rng], compiled)
+    return EscortDraw(counts=counts, log_z=forward.log_z, order=lam)
 
-    # The final joint state (slot b is empty, so never drawn).
+
+def sample_escort_batch(
+    chain: ParticipationChain,
+    coefficients: np.ndarray,
+    sigma: float,
+    order: int,
+    sizes: list[int],
+    rngs: list[np.random.Generator],
+    *,
+    max_states: int = moments.DEFAULT_MAX_STATES,
+) -> list[EscortDraw]:
+    """:func:`sample_escort_counts` for several independent calls at once (``sizes[k]`` draws
+    on ``rngs[k]``), each consuming its generator exactly as its own call would, so the draws
+    are the same; the block messages of the backward walks are recomputed once for all of
+    them instead of once per call (docs/rdp-escort.md §6, "Exact draws")."""
+    lam, products = moments.prepare(
+        "sample_escort_counts", chain, coefficients, sigma, order, max_states
+    )
+    if chain.min_sep == 1 or len(sizes) == 1:
+        return [
+            sample_escort_counts(
+                chain, coefficients, sigma, order, size, rng, max_states=max_states
+            )
+            for size, rng in zip(sizes, rngs, strict=True)
+        ]
+    for size in sizes:
+        check_range("sample_escort_counts", "n_samples", size, low=1, integer=True)
+    from minsep.accountants.escort_kernels import NUMBA_AVAILABLE
+
+    block = max(1, math.isqrt(chain.n_steps - 1) + 1)
+    forward = _forward_pass(chain, coefficients, products, float(sigma), lam, block)
+    counts = _backward_walks(
+        chain, products, forward, float(sigma), list(sizes), list(rngs), NUMBA_AVAILABLE
+    )
+    return [EscortDraw(counts=c, log_z=forward.log_z, order=lam) for c in counts]
+
+
+def _backward_walks(
+    chain: ParticipationChain,
+    products: moments.ColumnProducts,
+    forward: _ForwardPass,
+    sigma: float,
+    sizes: list[int],
+    rngs: list[np.random.Generator],
+    compiled: bool,
+) -> list[np.ndarray]:
+    """The backward walks of :func:`sample_escort_batch` (one per generator), block by block
+    from the last: each block's messages are recomputed from its checkpoint once, then every
+    walk takes its steps through it with its own generator."""
+    n, lam = chain.n_steps, len(forward.final.shape)
+    block = forward.key[-1]
+    assert isinstance(block, int)
+    checkpoints = dict(forward.checkpoints)  # popped below; the arrays are only read
+    state = forward.final
     flat = state.ravel()
-    picks = rng.choice(flat.size, size=n_samples, p=flat / flat.sum())
-    post = np.stack(np.unravel_index(picks, state.shape), axis=1)  # (n_samples, lam) slots
-    post = np.ascontiguousarray(post, dtype=np.int64)
-    counts = np.zeros((n_samples, n), dtype=np.int8)
-    subsets = [np.array(m, dtype=bool) for m in itertools.product((False, True), repeat=lam)]
-    rows = np.arange(n_samples)
+    posts, counts = [], []
+    for size, rng in zip(sizes, rngs, strict=True):
+        # The final joint state (slot b is empty, so never drawn).
+        picks = rng.choice(flat.size, size=size, p=flat / flat.sum())
+        post = np.stack(np.unravel_index(picks, state.shape), axis=1)  # (size, lam) slots
+        posts.append(np.ascontiguousarray(post, dtype=np.int64))
+        counts.append(np.zeros((size, n), dtype=np.int8))
     messages = np.empty((min(block, n), *state.shape))
     for first in sorted(checkpoints, reverse=True):
         # Recompute this block's messages alpha_t, t = first .. min(first + block, n) - 1.
@@ -233,52 +287,89 @@ def _forward_filter_backward_sample(
                 nxt /= float(nxt.sum())
                 mass = 1.0
         last = min(first + block, n) - 1
-        if compiled:
-            from minsep.accountants.escort_kernels import backward_block
+        for k, rng in enumerate(rngs):
+            if compiled:
+                _compiled_block(chain, products, sigma, messages, first, last, posts[k],
+                                counts[k], rng)  # fmt: skip
+            else:
+                posts[k] = _array_block(
+                    chain, products, sigma, lam, messages, first, last, posts[k], counts[k], rng
+                )
+    return counts
 
-            # the same subsets, weights and uniforms as the array code below, per draw
-            exponents = np.stack(
-                [
-                    moments.interaction_exponents(t, b, products, sigma)
-                    for t in range(first, last + 1)
-                ]
+
+def _compiled_block(
+    chain: ParticipationChain,
+    products: moments.ColumnProducts,
+    sigma: float,
+    messages: np.ndarray,
+    first: int,
+    last: int,
+    post: np.ndarray,
+    counts: np.ndarray,
+    rng: np.random.Generator,
+) -> None:
+    """Steps ``last .. first`` of one walk by the compiled kernel (same subsets, weights and
+    uniforms as :func:`_array_block`, per draw)."""
+    from minsep.accountants.escort_kernels import backward_block
+
+    b, p = chain.min_sep, chain.probability
+    exponents = np.stack(
+        [moments.interaction_exponents(t, b, products, sigma) for t in range(first, last + 1)]
+    )
+    uniforms = rng.random((last - first + 1, post.shape[0]))
+    rows_flat = messages[: last - first + 1].reshape(last - first + 1, -1)
+    backward_block(rows_flat, exponents, uniforms, first, last, b, p, post, counts)
+
+
+def _array_block(
+    chain: ParticipationChain,
+    products: moments.ColumnProducts,
+    sigma: float,
+    lam: int,
+    messages: np.ndarray,
+    first: int,
+    last: int,
+    post: np.ndarray,
+    counts: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Steps ``last .. first`` of one walk in numpy; returns the slots before step ``first``."""
+    b, p = chain.min_sep, chain.probability
+    subsets = [np.array(m, dtype=bool) for m in itertools.product((False, True), repeat=lam)]
+    rows = np.arange(post.shape[0])
+    for t in range(last, first - 1, -1):
+        alpha = messages[t - first]
+        free, after = t % b, (t + 1) % b
+        joined = post == free  # slot f after step t: joined at t (b >= 2)
+        n_joined = joined.sum(axis=1)
+        counts[:, t] = n_joined
+        w = moments.interaction_exponents(t, b, products, sigma)
+        weights = np.zeros((len(subsets), post.shape[0]))
+        candidates = []
+        for i, declined in enumerate(subsets):
+            # Copies in ``declined`` were available and declined (now in slot `after`).
+            ok = np.all(post[:, declined] == after, axis=1)
+            pre = post.copy()
+            pre[joined] = free
+            pre[:, declined] = free
+            candidates.append(pre)
+            pair = w[np.where(joined, b, pre)]  # exponent each other copy contributes
+            others = np.where(joined, 0.0, pair).sum(axis=1)
+            exponent = n_joined * others + n_joined * (n_joined - 1) / 2.0 * w[b]
+            log_t = (
+                n_joined * math.log(p)
+                + (declined.sum() * math.log1p(-p) if p < 1.0 and declined.any() else 0.0)
+                + exponent
             )
-            uniforms = rng.random((last - first + 1, n_samples))
-            rows_flat = messages[: last - first + 1].reshape(last - first + 1, -1)
-            backward_block(rows_flat, exponents, uniforms, first, last, b, p, post, counts)
-        else:
-            for t in range(min(first + block, n) - 1, first - 1, -1):
-                alpha = messages[t - first]
-                free, after = t % b, (t + 1) % b
-                joined = post == free  # slot f after step t: joined at t (b >= 2)
-                n_joined = joined.sum(axis=1)
-                counts[:, t] = n_joined
-                w = moments.interaction_exponents(t, b, products, sigma)
-                weights = np.zeros((len(subsets), n_samples))
-                candidates = []
-                for i, declined in enumerate(subsets):
-                    # Copies in ``declined`` were available and declined (now in slot `after`).
-                    ok = np.all(post[:, declined] == after, axis=1)
-                    pre = post.copy()
-                    pre[joined] = free
-                    pre[:, declined] = free
-                    candidates.append(pre)
-                    pair = w[np.where(joined, b, pre)]  # exponent each other copy contributes
-                    others = np.where(joined, 0.0, pair).sum(axis=1)
-                    exponent = n_joined * others + n_joined * (n_joined - 1) / 2.0 * w[b]
-                    log_t = (
-                        n_joined * math.log(p)
-                        + (declined.sum() * math.log1p(-p) if p < 1.0 and declined.any() else 0.0)
-                        + exponent
-                    )
-                    if p >= 1.0 and declined.any():
-                        ok[:] = False
-                    value = alpha[tuple(pre.T)] * np.exp(log_t)
-                    weights[i] = np.where(ok, value, 0.0)
-                cumulative = np.cumsum(weights, axis=0)
-                pick = (rng.random(n_samples) * cumulative[-1] < cumulative).argmax(axis=0)
-                post = np.stack(candidates)[pick, rows]
-    return EscortDraw(counts=counts, log_z=log_z, order=lam)
+            if p >= 1.0 and declined.any():
+                ok[:] = False
+            value = alpha[tuple(pre.T)] * np.exp(log_t)
+            weights[i] = np.where(ok, value, 0.0)
+        cumulative = np.cumsum(weights, axis=0)
+        pick = (rng.random(post.shape[0]) * cumulative[-1] < cumulative).argmax(axis=0)
+        post = np.stack(candidates)[pick, rows]
+    return post
 
 
 def escort_outputs(
@@ -297,8 +388,12 @@ def escort_outputs(
     for j in range(min(c.size, n)):
         columns = steps + j
         keep = columns < n
-        np.add.at(mean, (rows[keep], columns[keep]), values[keep] * c[j])
-    return np.asarray(mean + sigma * rng.standard_normal(counts.shape), dtype=np.float64)
+        # (row, step) pairs are distinct, so are (row, step + j): a plain += adds each once
+        mean[rows[keep], columns[keep]] += values[keep] * c[j]
+    out = rng.standard_normal(counts.shape)  # the same normals, scaled and shifted in place
+    out *= sigma
+    out += mean
+    return out
 
 
 def log_escort_weight(log_u: np.ndarray, log_z: float, order: int, epsilon: float) -> np.ndarray:

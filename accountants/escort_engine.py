@@ -347,8 +347,6 @@ class EscortProposal:
 
     # -- delta ---------------------------------------------------------------------------
 
-    # -- delta ---------------------------------------------------------------------------
-
     def check_delta(
         self, sigma: float, epsilon: float, samples: int, pilot_samples: int, seed: int
     ) -> None:
@@ -419,8 +417,9 @@ class EscortProposal:
         return escort_sweep(model, question, escorts, fits)
 
     def pilot_target(self, samples: int, delta: float) -> float:
-        """The escort's pilot locates where the remove direction's estimate crosses delta/2."""
-        return delta / 2.0
+        """Where the pilot centres a calibration: the remove estimate crosses ``delta**(1 + r)``
+        (the base delta ``precision`` r plans for, docs/math.md §7.3); without r, delta / 2."""
+        return delta / 2.0 if self.precision is None else delta ** (1.0 + self.precision)
 
     def runnable(self, model: PrivacyLossModel, sweep: Sequence[float]) -> list[float]:
         """The leading entries of ``sweep`` (most private first) where some affordable order

@@ -39,7 +39,12 @@ from minsep.accountants.add_bound import (
 )
 from minsep.accountants.bins_escort import BinsEscortLaw
 from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
-from minsep.accountants.escort import EscortDraw, forward_log_moment, sample_escort_counts
+from minsep.accountants.escort import (
+    EscortDraw,
+    forward_log_moment,
+    sample_escort_batch,
+    sample_escort_counts,
+)
 from minsep.accountants.phase_escort import sample_phase_escort_counts
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.phase_mixture import PhaseMixture
@@ -133,6 +138,19 @@ class ChainEscortLaw:
     ) -> EscortDraw:
         return sample_escort_counts(
             self.chain, self.coefficients, sigma, order, n_samples, rng, max_states=max_states
+        )
+
+    def sample_batch(
+        self,
+        sigma: float,
+        order: int,
+        sizes: list[int],
+        rngs: list[np.random.Generator],
+        max_states: int,
+    ) -> list[EscortDraw]:
+        """:meth:`sample` on each generator, the same draws, one message recomputation."""
+        return sample_escort_batch(
+            self.chain, self.coefficients, sigma, order, sizes, rngs, max_states=max_states
         )
 
     def log_no_participation(self) -> float:

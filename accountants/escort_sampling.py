@@ -41,8 +41,17 @@ __all__ = [
 
 #: A weight may exceed its bound by this relative slack (rounding) before the run refuses.
 SUPPORT_SLACK = 1e-9
-#: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
-CHUNK_ELEMENTS = 1 << 24
+#: Elements (samples x steps) of one escort chunk's outputs (16 MiB of float64): arrays below
+#: the C allocator's largest mmap threshold (32 MiB) are reused from its heap, larger ones are
+#: mapped and faulted in afresh per chunk (at n = 1024, 2^24 cost a second of system time per
+#: 32,768 draws; the batched backward walks make the smaller chunks' fixed cost nearly free).
+CHUNK_ELEMENTS = 1 << 21
+#: Bytes of escort counts (int8, samples x steps) one batch of chunks may hold
+#: (:meth:`EscortChunkTask._counts`): 64 chunks of 2,048 draws at n = 1024.
+BATCH_BYTES = 1 << 27
+#: The chunks of the last batch not yet tallied, per (run key, chunk index): the model, the
+#: counts and the chunk's generator after its backward walk.
+_BATCH: dict[tuple[Any, int], tuple[object, np.ndarray, np.random.Generator]] = {}
 #: The escort rate probe stops at a probe this long (seconds) or this many draws.
 PROBE_SECONDS = 0.1
 PROBE_DRAWS = 2048
@@ -85,9 +94,8 @@ class EscortChunkTask(ChunkTask):
         target = escort_target("EscortChunkTask", self.model)
         law = target.escort_law()
         sigma = self.sigmas[0]
-        rng = np.random.default_rng(chunk_seed(self.seed, self.stream, index, Direction.REMOVE))
-        draw = law.sample(sigma, self.order, size, rng, self.max_states)
-        outputs = escort_outputs(draw.counts, law.coefficients, sigma, rng)
+        counts, rng = self._counts(law, index)
+        outputs = escort_outputs(counts, law.coefficients, sigma, rng)
         log_u = np.asarray(target.log_ratio_at(outputs, sigma, np), dtype=np.float64)
         if np.isnan(log_u).any():
             raise MinsepError("log_ratio_at returned NaN on escort draws")
@@ -107,6 +115,36 @@ class EscortChunkTask(ChunkTask):
             sums[j], squares[j] = float(x.sum()), float((x * x).sum())
         tally.sum_x, tally.sum_x2 = sums, squares
         return out
+
+    def _counts(self, law: Any, index: int) -> tuple[np.ndarray, np.random.Generator]:
+        """Chunk ``index``'s escort counts and its generator (left where the draws left it).
+
+        Where the law draws batches (``sample_batch``), the chunks ``index ..`` up to
+        :data:`BATCH_BYTES` of counts are drawn together, each on its own generator (so the
+        same draws as one by one), and the later ones are kept for the calls that follow
+        (:data:`_BATCH`, one batch per process): their backward walks share one recomputation
+        of the forward messages instead of one each."""
+        key = (id(self.model), self.sigmas[0], self.order, self.seed, self.stream,
+               self.chunk_size, self.n_samples, self.max_states)  # fmt: skip
+        kept = _BATCH.pop((key, index), None)
+        if kept is not None and kept[0] is self.model:
+            return kept[1], kept[2]
+        n = law.n_steps
+        width = max(1, min(BATCH_BYTES // max(self.chunk_size * n, 1), self.n_chunks - index))
+        if not hasattr(law, "sample_batch"):
+            width = 1
+        indices = range(index, index + width)
+        rngs = [np.random.default_rng(chunk_seed(self.seed, self.stream, i, Direction.REMOVE))
+                for i in indices]  # fmt: skip
+        sizes = [self.chunk_length(i) for i in indices]
+        if width == 1:
+            draws = [law.sample(self.sigmas[0], self.order, sizes[0], rngs[0], self.max_states)]
+        else:
+            draws = law.sample_batch(self.sigmas[0], self.order, sizes, rngs, self.max_states)
+        _BATCH.clear()
+        for i, draw, rng in zip(indices[1:], draws[1:], rngs[1:], strict=True):
+            _BATCH[(key, i)] = (self.model, draw.counts, rng)
+        return draws[0].counts, rngs[0]
 
 
 def escort_sample(

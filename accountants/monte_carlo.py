@@ -36,9 +36,9 @@ from minsep.accountants.monte_carlo_notes import (
     proposal_notes,
 )
 from minsep.accountants.monte_carlo_proposal import Asked, Chosen, choose_proposal
-from minsep.accountants.monte_carlo_run import RunSettings, as_run_settings
+from minsep.accountants.monte_carlo_run import RunSettings, as_run_settings, shared_loss_model
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep, as_sweep
-from minsep.accountants.routes import CANDIDATES, EscortPlanner, Route, choose_route
+from minsep.accountants.routes import CANDIDATES, ESCORT_PILOT, EscortPlanner, Route, choose_route
 from minsep.framework import validation as v
 from minsep.framework.backend import get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -79,8 +79,8 @@ from minsep.framework.results import (
 
 __all__ = ["CalibrationSweep", "MonteCarloAccountant", "RunSettings"]
 
-#: The escort's pilot when its verification is sized by precision (it fixes the support bound).
-_ESCORT_PILOT = 10_000
+#: The escort's pilot when its verification is sized by precision (:data:`.routes.ESCORT_PILOT`).
+_ESCORT_PILOT = ESCORT_PILOT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -214,7 +214,7 @@ class MonteCarloAccountant(Accountant):
 
     def _model(self, scheme: SamplingScheme, strategy: Strategy) -> PrivacyLossModel:
         try:
-            model = scheme.loss_model(strategy)
+            model = shared_loss_model(scheme, strategy)  # the escort's memos are per model
         except (NotAccountableError, ConfigurationError):
             self.require(scheme, strategy)  # raises, naming the accountants that can
             raise
@@ -250,7 +250,7 @@ class MonteCarloAccountant(Accountant):
         ``sigma``, without waiting (nothing for other executors, nor for a pair without a
         loss model: its question reports that). The question's run then finds them warm."""
         try:
-            model = scheme.loss_model(strategy)
+            model = shared_loss_model(scheme, strategy)  # the escort's memos are per model
         except (NotAccountableError, ConfigurationError):
             return  # the question itself reports it
         self._start_workers(model, float(sigma))
@@ -491,7 +491,8 @@ class MonteCarloAccountant(Accountant):
         proposal, why = self._proposal(model, None, delta, float(epsilon))
         self._start_workers(model, 1.0)
         self._announce(model, "calibrate", 1.0, proposal, float(epsilon))
-        pilot: dict[str, Any] = {"samples": self._pilot(), "seed": seed, "config": config}
+        size = self._pilot_for(proposal)  # an escort sized by precision: capped
+        pilot: dict[str, Any] = {"samples": size, "seed": seed, "config": config}
         grid = self.calibration_sweep
         centre = None
         if proposal is not None and self.proposal == "auto":
@@ -501,9 +502,10 @@ class MonteCarloAccountant(Accountant):
             if failure is not None:
                 plain_after_escort(self.samples, float(delta), 1, failure)
                 proposal, why = None, (*why, fallback_note(failure))
+                pilot["samples"] = self._pilot()
         if centre is None:
             centre = grid.centre(model, epsilon, delta, proposal, self.samples, **pilot)
-        sweep = grid.points(centre)
+        sweep = grid.points(centre) if proposal is None else grid.escort_points(centre)
         start = 0 if proposal is None else grid.walk_start()  # escort entries draw afresh
         result = calibrate_sweep(
             model, sweep, epsilon, delta, samples=self.samples, seed=seed, config=config,
@@ -525,7 +527,7 @@ class MonteCarloAccountant(Accountant):
                 model,
                 self.samples,
                 seed,
-                pilot_samples=self._pilot(),
+                pilot_samples=pilot["samples"],
                 base_delta=result.base_delta,
                 proposal=None if result.proposal is None else result.proposal.to_dict(),
                 # Algorithm 5's walk, re-derived by trust.py (plain sampling)

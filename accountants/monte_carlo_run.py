@@ -34,7 +34,22 @@ from minsep.framework.montecarlo.checkpoint import writable_folder_problem
 from minsep.framework.option_groups import to_record
 from minsep.framework.workers import MAX_WORKERS, resolve_workers
 
-__all__ = ["RunSettings", "as_run_settings"]
+__all__ = ["RunSettings", "as_run_settings", "shared_loss_model"]
+
+#: The last loss model built (scheme, strategy, model): see :func:`shared_loss_model`.
+_LAST_MODEL: dict[str, tuple[object, object, PrivacyLossModel]] = {}
+
+
+def shared_loss_model(scheme: Any, strategy: Any) -> PrivacyLossModel:
+    """``scheme.loss_model(strategy)``, the same object while the same scheme and strategy
+    objects ask again: the escort's memos (``ln Z``, forward passes, rates) are kept per model
+    object, so a question's route, plan line and run then share them."""
+    last = _LAST_MODEL.get("last")
+    if last is not None and last[0] is scheme and last[1] is strategy:
+        return last[2]
+    model: PrivacyLossModel = scheme.loss_model(strategy)
+    _LAST_MODEL["last"] = (scheme, strategy, model)
+    return model
 
 
 def _workers(value: Any) -> Any:

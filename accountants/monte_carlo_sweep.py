@@ -24,12 +24,23 @@ from minsep.framework.option_groups import to_record
 if TYPE_CHECKING:  # pragma: no cover
     from minsep.accountants.escort_engine import EscortProposal
 
-__all__ = ["PRECISION_PER_RATIO", "START_ABOVE_CENTRE", "CalibrationSweep", "as_sweep"]
+__all__ = [
+    "END_BELOW_CENTRE",
+    "PRECISION_PER_RATIO",
+    "START_ABOVE_CENTRE",
+    "CalibrationSweep",
+    "as_sweep",
+]
 
 #: Fine entries above the pilot's centre where an escort calibration's first walk begins
 #: (:meth:`CalibrationSweep.walk_start`): each entry the walk checks draws afresh, so it
 #: starts just above where the pilot expects the last pass, instead of at the top.
 START_ABOVE_CENTRE = 2
+#: Fine entries below the pilot's centre that an escort calibration's sweep keeps
+#: (:meth:`CalibrationSweep.escort_points`): its one support bound is the largest over the
+#: sweep's entries, the bound at its smallest sigma, and the samples grow with it, so the sweep
+#: ends a few entries below where the pilot expects the last pass.
+END_BELOW_CENTRE = 4
 
 #: A calibration sized by ``precision`` r verifies a sweep no finer than ``1 + r /
 #: PRECISION_PER_RATIO`` per step: a step of the sweep moves the released sigma (and, about in
@@ -120,6 +131,14 @@ class CalibrationSweep:
         guards = tuple(top * g for g in sorted(self.sweep_guards, reverse=True))
         return guards + geometric_sweep(top, self.sweep_ratio, self.sweep_size)
 
+    def escort_points(self, centre: float) -> tuple[float, ...]:
+        """:meth:`points` ending :data:`END_BELOW_CENTRE` fine entries below ``centre``: an
+        escort calibration's sweep (its support bound is taken at the smallest sigma). Fixed
+        before any verification draw like every sweep, so just as sound; should every entry
+        from the walk's start pass, the last one is released."""
+        above = max(self.sweep_size // 3, 1)
+        return self.points(centre)[: len(self.sweep_guards) + above + END_BELOW_CENTRE + 1]
+
     def walk_start(self) -> int:
         """The index of :meth:`points` where an escort calibration's first walk begins:
         :data:`START_ABOVE_CENTRE` fine entries above the centre (the guards and the entries
@@ -190,7 +209,7 @@ class CalibrationSweep:
                 seed=seed,
                 config=config,
             )
-            proposal.sweep_plan(model, self.points(centre), float(epsilon))
+            proposal.sweep_plan(model, self.escort_points(centre), float(epsilon))
         except (ConfigurationError, CalibrationError) as exc:
             return None, exc
         return centre, None

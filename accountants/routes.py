@@ -29,6 +29,7 @@ verification draw, so it never touches the guarantee, only the cost and the tigh
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -45,6 +46,7 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     measure_escort_seconds,
 )
+from minsep.accountants.escort_sampling import BATCH_BYTES
 from minsep.accountants.monte_carlo_run import RunSettings
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep
 from minsep.framework.errors import CalibrationError, ConfigurationError
@@ -57,7 +59,9 @@ from minsep.framework.montecarlo.planning import format_seconds
 from minsep.framework.montecarlo.precision import LOOSEST_PRECISION, samples_for_precision
 
 __all__ = [
+    "ESCORT_PILOT",
     "Asker",
+    "EscortCosts",
     "Route",
     "add_needs_sampling",
     "auto_proposal",
@@ -69,12 +73,37 @@ __all__ = [
 CANDIDATES = {"epsilon": len(DEFAULT_LADDER), "calibrate": 1}
 #: Escort draws of the routing pilot (it only estimates; it never certifies).
 ROUTE_PILOT = 1_000
+#: The escort's pilot (epsilon pilot, or each locating step of a calibration) when its run is
+#: sized by precision: a planning rule only (it fixes the support bound or centres the sweep).
+ESCORT_PILOT = 10_000
 #: The fewest escort samples a time limit may cut a run to, as a fraction of those planned.
 _LOOSEST_FRACTION = 0.25
 #: Sweep entries an escort calibration typically verifies: from its start (two entries above
-#: the pilot's centre, :meth:`~.monte_carlo_sweep.CalibrationSweep.walk_start`) to the first
-#: failure just below the centre.
+#: the pilot's centre, :meth:`~.monte_carlo_sweep.CalibrationSweep.walk_start`, the centre
+#: being where the estimate crosses the planned base delta) to the first failure just below
+#: the centre.
 WALKED_ENTRIES = 4
+#: The costs the route last measured for a calibration (model id: the model, epsilon and the
+#: costs), so that the plan line that follows reports the same estimate.
+_MEASURED: dict[int, tuple[object, float, EscortCosts]] = {}
+
+
+@attrs.frozen
+class EscortCosts:
+    """CPU seconds of an escort run's parts at order ``order``, measured in this process
+    (docs/rdp-escort.md §8, cost): ``fixed``, one sampling batch's fixed cost (the backward
+    walks' recomputation of the forward messages, about one pass), and ``per_draw``
+    (:func:`~.escort_engine.measure_escort_seconds`); for a calibration, what the route's own
+    pilot work took: ``locate`` (its locating pilot: each step's ``ln Z`` passes and
+    :data:`ROUTE_PILOT` draws), ``plan`` (the sweep plan: every order's pass at the sweep's
+    smallest sigma) and ``add`` (the add direction's bounds at one sigma, paid per entry)."""
+
+    order: int
+    fixed: float
+    per_draw: float
+    locate: float = 0.0
+    plan: float = 0.0
+    add: float = 0.0
 
 
 class Asker(Protocol):
@@ -254,10 +283,12 @@ def _escort_estimate(
     question: str,
     numbers: dict[str, float],
     config: EngineConfig,
-) -> tuple[float, float, float, tuple[float, float]]:
-    """``(sigma, epsilon, ln s, escort rates)`` the escort run would see, from a
-    small escort pilot on its own seed (stream 0 of seed + 1: never a run's draws)."""
-    proposal = EscortProposal()
+    precision: float,
+) -> tuple[float, float, float, EscortCosts]:
+    """``(sigma, epsilon, ln s, costs)`` the escort run would see, from a small escort pilot
+    on its own seed (stream 0 of seed + 1: never a run's draws); a calibration's pilot work is
+    timed (CPU) for :func:`_escort_seconds`."""
+    proposal = EscortProposal(precision=precision)
     delta = float(numbers["delta"])
     seed = 0 if accountant.seed is None else accountant.seed + 1
     if question == "epsilon":
@@ -267,32 +298,48 @@ def _escort_estimate(
         _, _, epsilon = proposal._pilot(model, setup, delta, ROUTE_PILOT, seed, config, " route")
         setup = choose_setup(setups, epsilon)
         log_support = setup.log_support(epsilon)
-    else:
-        epsilon = float(numbers["epsilon"])
-        centre = locate_sigma(
-            model,
-            epsilon,
-            delta / 2.0,
-            samples=ROUTE_PILOT,
-            seed=seed,
-            config=config,
-            low=accountant.sweep.sigma_low,
-            high=accountant.sweep.sigma_high,
-            proposal=proposal,
-            steps=10,
-        )
-        sweep = accountant.calibration_sweep.points(centre)
-        escorts = proposal.sweep_plan(model, sweep, epsilon)
-        setup, log_support, sigma = escorts.smallest, escorts.log_scale, centre
-    return sigma, epsilon, log_support, measure_escort_seconds(model, setup)
+        costs = EscortCosts(setup.order, *measure_escort_seconds(model, setup))
+        return sigma, epsilon, log_support, costs
+    epsilon = float(numbers["epsilon"])
+    began = time.process_time()
+    centre = locate_sigma(
+        model,
+        epsilon,
+        proposal.pilot_target(ROUTE_PILOT, delta),
+        samples=ROUTE_PILOT,
+        seed=seed,
+        config=config,
+        low=accountant.sweep.sigma_low,
+        high=accountant.sweep.sigma_high,
+        proposal=proposal,
+        steps=LOCATE_STEPS,
+    )
+    located = time.process_time()
+    sweep = accountant.calibration_sweep.escort_points(centre)
+    escorts = proposal.sweep_plan(model, sweep, epsilon)
+    planned = time.process_time() - located
+    rates = measure_escort_seconds(model, escorts.smallest)
+    costs = EscortCosts(escorts.order, *rates, locate=located - began, plan=planned)
+    return centre, epsilon, escorts.log_scale, costs
+
+
+def _batches(accountant: Asker, model: PrivacyLossModel, size: int) -> int:
+    """Sampling batches of an escort call of ``size`` draws: its chunks, grouped as
+    :meth:`~.escort_sampling.EscortChunkTask._counts` groups them (one recomputation of the
+    forward messages each)."""
+    n = max(model.n_steps, 1)
+    chunk = max(1, min(accountant.run.chunk(model), CHUNK_ELEMENTS // n))
+    width = max(1, BATCH_BYTES // (chunk * n))
+    chunks = -(-size // chunk)
+    return -(-chunks // width)
 
 
 def _escort_stages(question: str, samples: int, pilot: int) -> list[int]:
     """Draws of each escort sampling call of a run: pilot and verification (a calibration:
-    a :data:`~.escort_engine.LOCATE_STEPS`-step locating pilot, then ``WALKED_ENTRIES``
-    sweep entries of ``samples`` each)."""
+    a :data:`~.escort_engine.LOCATE_STEPS`-step locating pilot, one call per step and at the
+    top, then ``WALKED_ENTRIES`` sweep entries of ``samples`` each)."""
     if question == "calibrate":
-        return [pilot] * LOCATE_STEPS + [samples] * WALKED_ENTRIES
+        return [pilot] * (LOCATE_STEPS + 1) + [samples] * WALKED_ENTRIES
     return [pilot, samples]
 
 
@@ -302,24 +349,33 @@ def _escort_seconds(
     question: str,
     samples: int,
     pilot: int,
-    rates: tuple[float, float],
+    costs: EscortCosts,
 ) -> float:
-    """Estimated seconds of an escort run: every chunk of every sampling call pays the
-    sampler's forward passes (``rates[0]``), every draw ``rates[1]``, chunks shared among the
-    workers; and, in the calling process, the passes that compute ``ln Z`` (about half a
-    chunk's fixed cost each): every order at each locating step and at the sweep's smallest
-    sigma, then the chosen order at every sweep entry (a calibration), or every order once
-    (an epsilon)."""
-    fixed, per_draw = rates
-    chunk = max(1, min(accountant.run.chunk(model), CHUNK_ELEMENTS // max(model.n_steps, 1)))
-    total = sum(
-        -(-size // chunk) * fixed + size * per_draw
+    """Estimated CPU seconds of an escort run: every sampling batch of every call pays
+    ``costs.fixed``, every draw ``costs.per_draw``, shared among the workers; in the calling
+    process the ``ln Z`` passes: an epsilon question's for every order (about half a batch's
+    fixed cost each); a calibration's as the route measured them: its locating pilot again
+    (``costs.locate``, less the route's own draws), the sweep plan (``costs.plan``) and, per
+    walked entry, one pass of the chosen order and the add direction's bounds (``costs.add``)."""
+    sampled = sum(
+        _batches(accountant, model, size) * costs.fixed + size * costs.per_draw
         for size in _escort_stages(question, samples, pilot)
     )
-    orders = len(DEFAULT_ORDERS)
-    entries = len(accountant.calibration_sweep.points(1.0))
-    passes = orders if question != "calibrate" else (LOCATE_STEPS + 1) * orders + entries
-    return total / max(accountant.run.workers, 1) + passes * fixed / 2
+    workers = max(accountant.run.workers, 1)
+    if question != "calibrate":
+        return sampled / workers + len(DEFAULT_ORDERS) * costs.fixed / 2
+    steps = LOCATE_STEPS + 1
+    pilot_work = max(costs.locate - steps * ROUTE_PILOT * costs.per_draw, 0.0)
+    entries = WALKED_ENTRIES * (costs.fixed + costs.add)
+    return sampled / workers + pilot_work + costs.plan + entries
+
+
+def measured_costs(model: PrivacyLossModel, epsilon: float) -> EscortCosts | None:
+    """The costs the route last measured for a calibration of ``model`` at ``epsilon``."""
+    kept = _MEASURED.get(id(model))
+    if kept is None or kept[0] is not model or kept[1] != epsilon:
+        return None
+    return kept[2]
 
 
 def choose_route(
@@ -351,23 +407,29 @@ def choose_route(
     if why_not is None:
         try:
             config = EngineConfig(progress=False)
-            sigma, epsilon, log_s, rates = _escort_estimate(
-                accountant, model, question, numbers, config
+            sigma, epsilon, log_s, costs = _escort_estimate(
+                accountant, model, question, numbers, config, precision
             )
         except (ConfigurationError, CalibrationError) as exc:
             why_not = f"the escort cannot run here ({exc})"
         else:
             slack = None if question == "calibrate" else precision
             seed = _route_seed(accountant)
-            if add_needs_sampling(model, epsilon, sigma, delta, slack, seed):
+            began = time.process_time()
+            needs_add = add_needs_sampling(model, epsilon, sigma, delta, slack, seed)
+            costs = attrs.evolve(costs, add=time.process_time() - began)
+            if needs_add:
                 why_not = _add_reason(model, epsilon, sigma)
             else:
                 add = "exact zero"
                 if epsilon < add_threshold(model):
                     add = "bounded (§10, §10.1)"
                 m = escort_samples(delta, log_s, precision, candidates)
-                pilot = accountant.pilot_samples or max(m // 4, 1000)
-                seconds = _escort_seconds(accountant, model, question, m, pilot, rates)
+                pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
+                seconds = _escort_seconds(accountant, model, question, m, pilot, costs)
+                if question == "calibrate":
+                    _MEASURED.clear()
+                    _MEASURED[id(model)] = (model, epsilon, costs)
                 escort = Route(
                     "escort",
                     m,
@@ -443,18 +505,22 @@ def escort_plan(
     direction's draws when :func:`add_needs_sampling` (timed by the plain probe) unless the
     route chooser already found it needs none."""
     samples, pilot = accountant.samples, accountant._pilot()
-    try:
-        setups = proposal.setups(model, sigma)
-    except ConfigurationError as exc:
-        return f"{question} (escort): time not estimated ({exc})", None
-    setup = choose_setup(setups, epsilon)
-    rates = measure_escort_seconds(model, setup, max_states=proposal.max_states)
-    seconds = _escort_seconds(accountant, model, question, samples, pilot, rates)
+    if proposal.precision is not None and accountant.pilot_samples is None:
+        pilot = min(pilot, ESCORT_PILOT)  # as the run caps it (precision-sized escort runs)
+    costs = measured_costs(model, float(epsilon)) if question == "calibrate" else None
+    if costs is None:  # not routed: the rates of the best order at sigma
+        try:
+            setup = choose_setup(proposal.setups(model, sigma), epsilon)
+        except ConfigurationError as exc:
+            return f"{question} (escort): time not estimated ({exc})", None
+        rates = measure_escort_seconds(model, setup, max_states=proposal.max_states)
+        costs = EscortCosts(setup.order, *rates)
+    seconds = _escort_seconds(accountant, model, question, samples, pilot, costs)
     draws = sum(_escort_stages(question, samples, pilot))
     text = (
-        f"{question} (escort, order {setup.order}): estimated {format_seconds(seconds)} for "
-        f"about {draws:,} escort draws (measured on one worker: {rates[0]:.3g} s per chunk's "
-        f"forward pass, {1.0 / max(rates[1], 1e-12):,.0f} draws/s"
+        f"{question} (escort, order {costs.order}): estimated {format_seconds(seconds)} CPU "
+        f"for about {draws:,} escort draws (measured on one worker: {costs.fixed:.3g} s per "
+        f"batch's forward messages, {1.0 / max(costs.per_draw, 1e-12):,.0f} draws/s"
     )
     if question == "calibrate":
         text += f"; a calibration verifies about {WALKED_ENTRIES} sweep entries"

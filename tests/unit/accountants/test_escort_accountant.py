@@ -125,8 +125,8 @@ def test_auto_says_when_the_escort_it_chose_cannot_run(monkeypatch: pytest.Monke
 def test_too_few_escort_samples_name_the_normalised_delta() -> None:
     """The escort verifies the mean of W/s at delta/s, not at the question's delta: a refusal
     for too few samples says so instead of naming a delta the user never asked for."""
-    accountant = MonteCarloAccountant(
-        samples=3_000, seed=2, proposal="escort", run=RunSettings(progress=False)
+    accountant = MonteCarloAccountant(  # too few for delta/s even on the shorter escort sweep
+        samples=100, seed=2, proposal="escort", run=RunSettings(progress=False)
     )
     with pytest.raises(ConfigurationError, match=r"delta/s = .* question's delta = 1e-06") as info:
         accountant.calibrate(Poisson(n_steps=200, rate=0.02), Identity(), 3.0, 1e-6)

@@ -93,3 +93,64 @@ def test_escort_setups_memo_is_per_model() -> None:
         assert x.order == y.order and x.log_z > y.log_z  # larger band product: larger Z
     law = second.escort_law()
     assert b[1].log_z >= law.log_moment(0.9, 3, moments.DEFAULT_MAX_STATES)  # inflated
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_batch_of_walks_draws_what_each_call_draws(compiled: bool) -> None:
+    if compiled and not NUMBA_AVAILABLE:
+        pytest.skip("numba is not available")
+    chain = ParticipationChain(n_steps=45, min_sep=4, probability=0.2, warm_start=True)
+    c = strategy(4)
+    sizes = [70, 1, 33]
+    kernels = "numba" if compiled else "array"
+    alone = []
+    for k, size in enumerate(sizes):
+        rng = np.random.default_rng([3, k])
+        draw = sample_escort_counts(chain, c, 0.8, 3, size, rng, kernels=kernels)
+        alone.append((draw.counts, rng.random()))  # the generator is left where it was
+    rngs = [np.random.default_rng([3, k]) for k in range(len(sizes))]
+    products = moments.prepare("t", chain, c, 0.8, 3, 1 << 20)[1]
+    forward = escort._forward_pass(chain, c, products, 0.8, 3, 7)  # block 7: the default
+    batch = escort._backward_walks(chain, products, forward, 0.8, sizes, rngs, compiled)
+    for (counts, after), got, rng in zip(alone, batch, rngs, strict=True):
+        assert np.array_equal(counts, got) and rng.random() == after
+    assert sum(int(x.sum()) for x in batch) > 0
+
+
+def test_batched_chunks_tally_what_single_chunks_tally(monkeypatch: pytest.MonkeyPatch) -> None:
+    from minsep.accountants import escort_sampling
+    from minsep.framework.montecarlo.sampling import EngineConfig
+
+    model = BMinSepLossModel(
+        coefficients=(1.0, 0.6, 0.3), n_steps=40, min_sep=4, probability=0.2, warm_start=False
+    )
+    (setup,) = escort_setups(model, 0.9, (3,))
+    config = EngineConfig(progress=False, chunk_size=50)
+
+    def tally() -> tuple[list[float], list[float]]:
+        out = escort_sampling.escort_sample(
+            model, setup, (0.5, 1.0), setup.log_support(0.5), n_samples=333, seed=4,
+            stream=1, config=config,
+        )  # fmt: skip
+        remove = out.tally(0, escort_sampling.Direction.REMOVE)
+        return list(remove.sum_x), list(remove.sum_x2)
+
+    monkeypatch.setattr(escort_sampling, "BATCH_BYTES", 1)  # one chunk per walk
+    single = tally()
+    monkeypatch.setattr(escort_sampling, "BATCH_BYTES", 3 * 50 * 40)  # three chunks per walk
+    assert tally() == single
+    assert single[0][0] > 0.0
+
+
+def test_escort_outputs_are_the_banded_mean_plus_scaled_normals() -> None:
+    rng = np.random.default_rng(2)
+    counts = (rng.random((40, 30)) < 0.2).astype(np.int8) * rng.integers(1, 4, (40, 30))
+    c = strategy(5)
+    mean = np.zeros(counts.shape)
+    for j in range(c.size):  # the engine's order of the additions, band by band
+        for row, step in zip(*np.nonzero(counts), strict=True):
+            if step + j < counts.shape[1]:
+                mean[row, step + j] += counts[row, step] * c[j]
+    expected = mean + 0.7 * np.random.default_rng(8).standard_normal(counts.shape)
+    got = escort.escort_outputs(counts.astype(np.int8), c, 0.7, np.random.default_rng(8))
+    assert np.array_equal(got, expected)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import math
 
+import attrs
 import pytest
 
-from minsep.accountants import escort_engine, routes
+from minsep.accountants import escort_engine, escort_sampling, routes
 from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.accountants.routes import ESCORT_MARGIN, escort_samples
@@ -114,3 +115,47 @@ def test_epsilon_runs_the_route_it_chose(capsys: pytest.CaptureFixture[str]) -> 
     # the route chose the escort, the caller did not ask for it
     assert any(n.startswith("proposal: escort (route): escort") for n in result["notes"])
     assert not any("escort (requested)" in n for n in result["notes"])
+
+
+def test_the_calibration_estimate_counts_every_part_the_run_pays() -> None:
+    scheme, strategy = pair()
+    model = scheme.loss_model(strategy)
+    asker = accountant()
+    chunk = asker.run.chunk(model)
+    width = max(1, escort_sampling.BATCH_BYTES // (chunk * N))
+    m, pilot = 5 * width * chunk + 1, 7  # an entry: six batches (the last one draw); pilot: one
+    costs = routes.EscortCosts(3, fixed=2.0, per_draw=1e-3, locate=50.0, plan=9.0, add=4.0)
+    stages = routes._escort_stages("calibrate", m, pilot)
+    assert stages == [pilot] * (routes.LOCATE_STEPS + 1) + [m] * routes.WALKED_ENTRIES
+    assert routes._batches(asker, model, m) == 6 and routes._batches(asker, model, pilot) == 1
+    steps, entries = routes.LOCATE_STEPS + 1, routes.WALKED_ENTRIES
+    expected = (
+        steps * (2.0 + pilot * 1e-3)  # each locating step: one batch and its draws
+        + entries * (6 * 2.0 + m * 1e-3)  # each walked entry: its batches and draws
+        + (50.0 - steps * routes.ROUTE_PILOT * 1e-3)  # the locate's passes, less the route's draws
+        + 9.0  # the sweep plan's passes
+        + entries * (2.0 + 4.0)  # per entry: its ln Z pass and the add direction's bounds
+    )
+    seconds = routes._escort_seconds(asker, model, "calibrate", m, pilot, costs)
+    assert seconds == pytest.approx(expected, rel=1e-12)
+    # every part moves the estimate: the add bounds are paid once per walked entry
+    more = attrs.evolve(costs, add=5.0)
+    grown = routes._escort_seconds(asker, model, "calibrate", m, pilot, more) - seconds
+    assert grown == pytest.approx(entries * 1.0)
+
+
+def test_the_plan_line_of_a_calibration_reuses_the_routes_costs() -> None:
+    scheme, strategy = pair()
+    model = scheme.loss_model(strategy)
+    costs = routes.EscortCosts(5, fixed=1.0, per_draw=1e-4, locate=3.0, plan=2.0, add=1.0)
+    routes._MEASURED.clear()
+    routes._MEASURED[id(model)] = (model, 2.0, costs)
+    assert routes.measured_costs(model, 2.0) == costs
+    assert routes.measured_costs(model, 2.5) is None  # another question's
+    asker = accountant(samples=4000)
+    proposal = escort_engine.EscortProposal(precision=0.05)
+    text, seconds = routes.escort_plan(asker, model, proposal, "calibrate", 1.0, 2.0)
+    pilot = min(asker._pilot(), routes.ESCORT_PILOT)
+    assert seconds == routes._escort_seconds(asker, model, "calibrate", 4000, pilot, costs)
+    assert "order 5" in text
+    routes._MEASURED.clear()
