@@ -11,6 +11,7 @@ import pytest
 
 from minsep.accountants import escort_engine, escort_sampling, routes
 from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
+from minsep.accountants.escort_law import ChainEscortLaw
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.accountants.routes import ESCORT_MARGIN, escort_samples
 from minsep.framework.cli.main import main
@@ -79,19 +80,25 @@ def test_plain_is_kept_where_the_add_direction_needs_sampling(
     assert route.samples == samples_for_precision(DELTA, 0.05)
 
 
-def test_the_deterministic_add_bound_spares_the_add_samples() -> None:
+def test_the_deterministic_add_bound_spares_the_add_samples(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """docs/math.md §10: below ln(1/pi(empty)) the add direction needs no sampling where the
     bound's delta at epsilon is at most delta, or (epsilon questions, with a slack) where its
-    epsilon at delta is within the slack of the answer's."""
+    epsilon at delta is within the slack of the answer's. The sampled block bound (§10.1, its
+    entry-minimum variant §10.1.1: 2 bands, min-sep 4) then spares the case §10 alone cannot."""
     scheme, strategy = pair()
     model = scheme.loss_model(strategy)
-    assert routes.add_needs_sampling(model, 0.5)  # sigma unknown: no bound to use
-    assert routes.add_needs_sampling(model, 0.5, 1.0, DELTA)  # delta_add(0.5) <~ 6e-4 there
-    assert not routes.add_needs_sampling(model, 0.5, 2.0, DELTA)  # <= 4e-13 at sigma 2
     bound = escort_engine.add_bound(model, 1.0).epsilon(DELTA)  # ~ 0.74
-    assert not routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.1)
-    assert routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.01)
-    assert not routes.add_needs_sampling(model, 1.1, 1.0, DELTA)  # exactly 0 above ln(1/pi)
+    assert not routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.01)  # block bound
+    with monkeypatch.context() as patched:  # §10 alone
+        patched.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args, **kwargs: None)
+        assert routes.add_needs_sampling(model, 0.5)  # sigma unknown: no bound to use
+        assert routes.add_needs_sampling(model, 0.5, 1.0, DELTA)  # delta_add(0.5) <~ 6e-4
+        assert not routes.add_needs_sampling(model, 0.5, 2.0, DELTA)  # <= 4e-13 at sigma 2
+        assert not routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.1)
+        assert routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.01)
+        assert not routes.add_needs_sampling(model, 1.1, 1.0, DELTA)  # 0 above ln(1/pi)
 
 
 def test_a_fixed_proposal_is_respected() -> None:
