@@ -41,13 +41,10 @@ __all__ = [
 
 #: A weight may exceed its bound by this relative slack (rounding) before the run refuses.
 SUPPORT_SLACK = 1e-9
-#: Elements (samples x steps) of one escort chunk's outputs (16 MiB of float64): arrays below
-#: the C allocator's largest mmap threshold (32 MiB) are reused from its heap, larger ones are
-#: mapped and faulted in afresh per chunk (at n = 1024, 2^24 cost a second of system time per
-#: 32,768 draws; the batched backward walks make the smaller chunks' fixed cost nearly free).
-CHUNK_ELEMENTS = 1 << 21
+#: Elements (samples x steps) of one escort chunk's outputs (128 MiB of float64).
+CHUNK_ELEMENTS = 1 << 24
 #: Bytes of escort counts (int8, samples x steps) one batch of chunks may hold
-#: (:meth:`EscortChunkTask._counts`): 64 chunks of 2,048 draws at n = 1024.
+#: (:meth:`EscortChunkTask._counts`): 16 chunks of 8,192 draws at n = 1024.
 BATCH_BYTES = 1 << 27
 #: The chunks of the last batch not yet tallied, per (run key, chunk index): the model, the
 #: counts and the chunk's generator after its backward walk.
