@@ -27,6 +27,7 @@ from minsep.schemes.kernels.recursion import chain_log_ratio
 from minsep.schemes.kernels.sampling import steps_to_pattern
 
 if TYPE_CHECKING:
+    from minsep.accountants.bins_escort import BinsEscortLaw
     from minsep.accountants.escort_law import ChainEscortLaw
 
 
@@ -97,11 +98,25 @@ class BMinSepLossModel(ChainLossModel):
             warm_start=self.warm_start,
         )
 
-    def escort_law(self) -> ChainEscortLaw:
-        """The escort proposal's view of :meth:`participation_chain` (docs/rdp-escort.md §8)."""
+    def escort_law(self) -> ChainEscortLaw | BinsEscortLaw:
+        """The escort proposal's view of :meth:`participation_chain` (docs/rdp-escort.md §8).
+
+        With p = 1 and the warm start the pattern is a uniform phase a in [0, b) and then every
+        b-th step: exactly balls-in-bins with T = b bins (docs/rdp-escort.md §10.9), whose
+        transfer pass affords far higher orders than the chain's ``(b + 1)^lam`` states and
+        which has the add-direction bound of docs/math.md §10.2 (the chain's §10 bounds need
+        p < 1)."""
         from minsep.accountants.escort_law import ChainEscortLaw
 
-        return ChainEscortLaw(self.participation_chain(), self.coefficients)
+        chain = self.participation_chain()
+        bands = len(self.coefficients)
+        if chain.probability >= 1.0 and chain.warm_start and 1 < chain.min_sep and bands <= chain.min_sep:
+            from minsep.accountants.bins_escort import BinsEscortLaw
+            from minsep.schemes.balls_in_bins.loss import bin_gram
+
+            gram = bin_gram(self.coefficients, self.n_steps, self.min_sep)
+            return BinsEscortLaw(self.n_steps, self.min_sep, self.coefficients, gram)
+        return ChainEscortLaw(chain, self.coefficients)
 
     def transcript_bytes(self, n_samples: int, direction: Direction, backend: Backend) -> int:
         """Bytes of the transcript :meth:`draw` returns (the memory of a chunk)."""

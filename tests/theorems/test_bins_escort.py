@@ -307,3 +307,33 @@ def test_a_sigma_that_could_overflow_is_refused_by_name() -> None:
     with pytest.raises(ConfigurationError, match=r"\.sigma = 0\.05 is invalid for order 6"):
         bins_moments.log_moment(gram, 8, 4, 2, 0.05, 6)
     assert math.isfinite(bins_moments.log_moment(gram, 8, 4, 2, 0.3, 6))
+
+
+@pytest.mark.parametrize(
+    ("n", "b", "k", "lam"),
+    [(7, 3, 2, 3), (5, 7, 3, 2), (12, 4, 4, 4), (9, 2, 1, 3), (10, 5, 3, 3)],
+)
+def test_warm_chain_at_p_one_is_balls_in_bins(n: int, b: int, k: int, lam: int) -> None:
+    """docs/rdp-escort.md §10.9: p = 1 with the warm start is a uniform phase, i.e. balls-in-bins
+    with T = b; the b-min-sep model hands out the bins law, whose Z equals the chain pass."""
+    from minsep.accountants import rdp_moments
+    from minsep.accountants.escort_law import ChainEscortLaw
+    from minsep.schemes.b_min_sep.loss import BMinSepLossModel
+
+    rng = np.random.default_rng(n * 100 + b * 10 + k)
+    c = tuple(float(x) for x in rng.uniform(0.2, 1.0, size=k))
+    warm = BMinSepLossModel(
+        coefficients=c, n_steps=n, min_sep=b, probability=1.0, warm_start=True
+    )
+    law = warm.escort_law()
+    assert isinstance(law, BinsEscortLaw) and law.cycle_length == b
+    chain = warm.participation_chain()
+    assert law.log_no_participation() == pytest.approx(chain.log_no_participation())
+    for sigma in (0.7, 1.3):
+        expected = rdp_moments.log_moment(chain, np.asarray(c), sigma, lam)
+        assert law.log_moment(sigma, lam, 2**24) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    for other in (
+        BMinSepLossModel(coefficients=c, n_steps=n, min_sep=b, probability=1.0, warm_start=False),
+        BMinSepLossModel(coefficients=c, n_steps=n, min_sep=b, probability=0.5, warm_start=True),
+    ):
+        assert isinstance(other.escort_law(), ChainEscortLaw)
