@@ -110,7 +110,8 @@ class BMinSepLossModel(ChainLossModel):
 
         chain = self.participation_chain()
         bands = len(self.coefficients)
-        if chain.probability >= 1.0 and chain.warm_start and 1 < chain.min_sep and bands <= chain.min_sep:
+        bins = chain.probability >= 1.0 and chain.warm_start and chain.min_sep > 1
+        if bins and bands <= chain.min_sep:
             from minsep.accountants.bins_escort import BinsEscortLaw
             from minsep.schemes.balls_in_bins.loss import bin_gram
 

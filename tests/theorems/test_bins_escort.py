@@ -322,9 +322,7 @@ def test_warm_chain_at_p_one_is_balls_in_bins(n: int, b: int, k: int, lam: int) 
 
     rng = np.random.default_rng(n * 100 + b * 10 + k)
     c = tuple(float(x) for x in rng.uniform(0.2, 1.0, size=k))
-    warm = BMinSepLossModel(
-        coefficients=c, n_steps=n, min_sep=b, probability=1.0, warm_start=True
-    )
+    warm = BMinSepLossModel(coefficients=c, n_steps=n, min_sep=b, probability=1.0, warm_start=True)
     law = warm.escort_law()
     assert isinstance(law, BinsEscortLaw) and law.cycle_length == b
     chain = warm.participation_chain()
