@@ -50,6 +50,7 @@ from minsep.accountants.escort_add import (
     chosen_add_bound,
     plain_add_fits,
 )
+from minsep.accountants.escort_precision import precision_ladder, precision_samples
 from minsep.accountants.escort_sampling import (
     CHUNK_ELEMENTS,
     EscortChunkTask,
@@ -72,7 +73,7 @@ from minsep.accountants.escort_sweep import EscortSweep, SweepEscorts, escort_sw
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
-from minsep.framework.montecarlo.bounds import base_delta, min_samples
+from minsep.framework.montecarlo.bounds import base_delta
 from minsep.framework.montecarlo.certificates import ProposalInfo
 from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
 from minsep.framework.montecarlo.proposals import (
@@ -113,10 +114,9 @@ PILOT_GRID = 2001
 #: ``ln(4096) / 2^10 = 0.0081``, below one step ``ln 1.01`` of the default sweep; each step is
 #: a sampling call, and finer placement is lost in the pilot's noise. A planning rule only.
 LOCATE_STEPS = 10
-#: The planning formula ``min_samples(delta^(1 + r) / s, delta / s, R)`` alone gives a gap
-#: above r (the pilot's noise and the candidate ladder: the accepted candidate often sits at
-#: the ladder's second rung); an escort run sized by precision takes this multiple
-#: (docs/rdp-escort.md §8, cost).
+#: A calibration's escort sized by precision takes this multiple of ``min_samples(delta^(1 +
+#: r) / s, delta / s, 1)`` (the pilot's noise; docs/rdp-escort.md §8, cost); epsilon
+#: questions split the budget between margin and ladder instead (:mod:`.escort_precision`).
 ESCORT_MARGIN = 3
 
 
@@ -131,9 +131,8 @@ class EscortProposal:
         max_states: memory budget of the forward pass (entries of its state array).
         precision: when set, an epsilon question verifies on the samples (at most
             ``samples``) that reach this relative precision once the pilot has fixed the
-            support bound ``s = s_lam(eps_hat)``: :data:`ESCORT_MARGIN` times
-            ``min_samples(delta^(1 + r) / s, delta / s)`` (docs/math.md §7.3 in units of s;
-            :meth:`sized_samples`), and its candidates are placed for those samples; chosen
+            support bound ``s = s_lam(eps_hat)`` (:meth:`sized_samples`), on the
+            candidate ladder of :func:`~.escort_precision.precision_ladder`; chosen
             before any verification draw, so Fact 4.2 holds.
             When such a run would sample the add direction on more than
             :data:`PLAIN_ADD_LIMIT` draws or more than ``samples``, the bound of docs/math.md
@@ -205,6 +204,8 @@ class EscortProposal:
         sigma, delta, fractions = question.sigma, question.delta, question.fractions
         samples, pilot_samples, seed = question.samples, question.pilot_samples, question.seed
         config, count = question.config, len(question.fractions)
+        if self.precision is not None:  # the ladder this precision's budget affords
+            fractions = precision_ladder(delta, self.precision, count)
         setups = self.setups(model, sigma)
         setup = min(setups, key=lambda s: s.epsilon_at(math.log(delta)))
         grid, means, estimate = self._pilot(model, setup, delta, pilot_samples, seed, config, "")
@@ -255,18 +256,13 @@ class EscortProposal:
     ) -> int:
         """The verification samples of an epsilon question whose remove direction is verified
         against the support bound ``s = e^log_support``: ``samples`` without a ``precision``,
-        else the fewest (at most ``samples``, at least ``pilot_samples``) with base delta
-        ``delta^(1 + r)`` in units of s: ``min_samples(delta^(1 + r) / s, delta / s, R)``
-        (docs/math.md §7.3, docs/rdp-escort.md §8); ``pilot_samples`` when ``s <= delta`` (the
+        else :func:`~.escort_precision.precision_samples` (at most ``samples``, at least
+        ``pilot_samples``; docs/rdp-escort.md §8); ``pilot_samples`` when ``s <= delta`` (the
         order-lam RDP bound alone certifies, no draws). A planning rule: it never enters the
         guarantee."""
         if self.precision is None:
             return samples
-        wanted = pilot_samples
-        if log_support > math.log(delta):
-            norm = min(delta * math.exp(-log_support), 0.5)
-            need = min_samples(norm * delta**self.precision, norm, candidates=count)
-            wanted = ESCORT_MARGIN * need
+        wanted = precision_samples(delta, log_support, self.precision, count)
         return max(min(samples, wanted), pilot_samples, 2)
 
     def _add_route(

@@ -8,7 +8,9 @@ precision ``r`` (docs/math.md §7.3: base delta ``delta**(1 + r)``) the two need
 - plain: ``m_plain = min_samples(delta**(1 + r), delta, R)`` samples per direction;
 - escort: ``m_escort = min_samples(delta**(1 + r) / s, delta / s, R)``, where ``s`` is the
   support bound the run will verify against (``W / s`` is the verified variable, with mean
-  ``delta_remove / s``), times ``ESCORT_MARGIN``, and nothing at all when ``s <= delta``
+  ``delta_remove / s``), times ``ESCORT_MARGIN`` for a calibration (one claim); an epsilon
+  question (``R`` candidates) gives half of the budget to the margin and half to its ladder
+  (:mod:`.escort_precision`: ``delta**(1 + r/2)`` above); nothing at all when ``s <= delta``
   (the order-lam RDP bound alone certifies);
 
 and the add direction needs no sampling at and above ``ln(1 / pi(empty))`` (exactly 0) or
@@ -46,6 +48,7 @@ from minsep.accountants.escort_engine import (
     choose_setup,
     measure_escort_seconds,
 )
+from minsep.accountants.escort_precision import precision_samples
 from minsep.accountants.escort_sampling import BATCH_BYTES
 from minsep.accountants.monte_carlo_run import RunSettings
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep
@@ -226,6 +229,8 @@ def escort_samples(delta: float, log_support: float, precision: float, candidate
     log_ratio = math.log(delta) - log_support  # ln(delta / s)
     if log_ratio >= 0.0:
         return 100
+    if candidates > 1:  # an epsilon question: margin and ladder share the budget
+        return max(100, precision_samples(delta, log_support, precision, candidates))
     normalised = math.exp(min(log_ratio, math.log(0.5)))
     target = math.exp(math.log(normalised) + precision * math.log(delta))
     need = min_samples(target, normalised, candidates=candidates)

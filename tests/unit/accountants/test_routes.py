@@ -37,8 +37,12 @@ def test_escort_samples_follow_the_normalised_problem() -> None:
     delta = 1e-8
     assert escort_samples(delta, math.log(delta / 2), 0.05, 8) == 100  # s <= delta: RDP alone
     s = 50 * delta
-    expected = min_samples(delta**1.05 / s, delta / s, candidates=8)
-    assert escort_samples(delta, math.log(s), 0.05, 8) == int(ESCORT_MARGIN * expected)
+    # an epsilon question (8 candidates): half of the budget delta^r goes to the margin
+    expected = min_samples(delta**1.025 / s, delta / s, candidates=8)
+    assert escort_samples(delta, math.log(s), 0.05, 8) == expected
+    # a calibration (one claim): the whole budget, times the margin for the pilot's noise
+    once = min_samples(delta**1.05 / s, delta / s, candidates=1)
+    assert escort_samples(delta, math.log(s), 0.05, 1) == int(ESCORT_MARGIN * once)
     # a looser support bound needs more samples, and never more than plain sampling's order
     assert escort_samples(delta, math.log(500 * delta), 0.05, 8) > escort_samples(
         delta, math.log(s), 0.05, 8
