@@ -28,8 +28,7 @@ from typing import Protocol
 import attrs
 import numpy as np
 
-from minsep.accountants import phase_moments
-from minsep.accountants import rdp_moments as moments
+from minsep.accountants import multiset_moments, phase_moments
 from minsep.accountants.add_bound import (
     AddDirectionBound,
     ChernoffAddBound,
@@ -39,11 +38,11 @@ from minsep.accountants.add_bound import (
 )
 from minsep.accountants.bins_escort import BinsEscortLaw
 from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
-from minsep.accountants.escort import (
-    EscortDraw,
+from minsep.accountants.escort import EscortDraw
+from minsep.accountants.multiset_escort import (
     forward_log_moment,
-    sample_escort_batch,
-    sample_escort_counts,
+    sample_multiset_escort_batch,
+    sample_multiset_escort_counts,
 )
 from minsep.accountants.phase_escort import sample_phase_escort_counts
 from minsep.framework.participation import ParticipationChain
@@ -110,8 +109,8 @@ class EscortLaw(Protocol):
 @attrs.frozen
 class ChainEscortLaw:
     """b-min-sep availability chain under banded C (docs/rdp-escort.md §2-§6; Poisson as
-    b = 1): ``(b + 1)^lam`` states, the compiled backward walk, the chain's §10 bound with
-    ``||C||_op`` bounded by Collatz-Wielandt."""
+    b = 1): the multiset chain of §3.1 (``C(b + lam - 1, lam)`` states) and its compiled
+    backward walk, the chain's §10 bound with ``||C||_op`` bounded by Collatz-Wielandt."""
 
     chain: ParticipationChain
     coefficients: np.ndarray = attrs.field(converter=_float_array, eq=False)
@@ -122,10 +121,10 @@ class ChainEscortLaw:
 
     @property
     def budget_note(self) -> str:
-        return f"min-sep {self.chain.min_sep} ((b + 1)^lam states)"
+        return f"min-sep {self.chain.min_sep} (C(b + lam - 1, lam) states)"
 
     def affordable(self, order: int, max_states: int) -> bool:
-        return moments.stored_states(self.chain.min_sep, order) <= max_states
+        return multiset_moments.stored_states(self.chain.min_sep, order) <= max_states
 
     def log_moment(self, sigma: float, order: int, max_states: int) -> float:
         # the escort's checkpointing pass: the same float, kept for the draws that follow
@@ -136,7 +135,7 @@ class ChainEscortLaw:
     def sample(
         self, sigma: float, order: int, n_samples: int, rng: np.random.Generator, max_states: int
     ) -> EscortDraw:
-        return sample_escort_counts(
+        return sample_multiset_escort_counts(
             self.chain, self.coefficients, sigma, order, n_samples, rng, max_states=max_states
         )
 
@@ -149,7 +148,7 @@ class ChainEscortLaw:
         max_states: int,
     ) -> list[EscortDraw]:
         """:meth:`sample` on each generator, the same draws, one message recomputation."""
-        return sample_escort_batch(
+        return sample_multiset_escort_batch(
             self.chain, self.coefficients, sigma, order, sizes, rngs, max_states=max_states
         )
 

@@ -188,7 +188,9 @@ def _insert(lower: np.ndarray, slot: int, out: np.ndarray) -> None:  # pragma: n
 
 
 @njit
-def unrank(ranks: np.ndarray, order: int, binom: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+def unrank(  # pragma: no cover - compiled
+    ranks: np.ndarray, order: int, binom: np.ndarray, out: np.ndarray
+) -> None:
     """``out[i]`` = the sorted tuple of rank ``ranks[i]`` (the inverse of the colex rank)."""
     for d in range(ranks.shape[0]):
         r = ranks[d]

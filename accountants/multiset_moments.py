@@ -27,10 +27,10 @@ from minsep.framework.validation import check_range
 
 __all__ = [
     "MultisetTables",
+    "StepRunner",
     "initial_message",
     "log_moment",
     "prepare",
-    "StepRunner",
     "run_steps",
     "state_count",
     "stored_states",
@@ -194,5 +194,5 @@ def log_moment(
         return moments.log_moment(chain, coefficients, sigma, lam, max_states=max_states)
     runner = StepRunner.build(chain, products, float(sigma), lam)
     message = initial_message(chain, runner.table)
-    mass, log_scale = run_steps(runner, message, 0, chain.n_steps, float(message.sum()))
+    _, log_scale = run_steps(runner, message, 0, chain.n_steps, float(message.sum()))
     return log_scale + math.log(float(message.sum()))
