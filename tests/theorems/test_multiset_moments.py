@@ -205,10 +205,10 @@ def test_refusals_name_the_parameter() -> None:
     with pytest.raises(ConfigurationError, match=r"order = 3 .*C\(10, 3\) = 120.*max_states = 119"):
         multiset_moments.log_moment(chain, np.ones(1), 1.0, 3, max_states=119)
     assert math.isfinite(multiset_moments.log_moment(chain, np.ones(1), 1.0, 3, max_states=120))
-    with pytest.raises(ConfigurationError, match="min_sep = 2 .* must be >= bands = 3"):
+    with pytest.raises(ConfigurationError, match=r"min_sep = 2 .* must be >= bands = 3"):
         short = ParticipationChain(n_steps=5, min_sep=2, probability=0.3)
         multiset_moments.log_moment(short, np.ones(3) / math.sqrt(3), 1.0, 2)
-    with pytest.raises(ConfigurationError, match="sigma = 0.01"):
+    with pytest.raises(ConfigurationError, match=r"sigma = 0\.01"):
         multiset_moments.log_moment(chain, np.ones(1), 0.01, 2)
     for kwargs, name in (({"n_samples": 0}, "n_samples"), ({"block": 0}, "block")):
         arguments: dict[str, object] = {"n_samples": 10, **kwargs}
