@@ -39,7 +39,7 @@ def binomials(top: int, order: int) -> np.ndarray:
     return table
 
 
-@njit
+@njit(inline="always")
 def _rank(s: np.ndarray, binom: np.ndarray) -> int:  # pragma: no cover - compiled
     r = 0
     for i in range(s.shape[0]):
@@ -47,7 +47,7 @@ def _rank(s: np.ndarray, binom: np.ndarray) -> int:  # pragma: no cover - compil
     return r
 
 
-@njit
+@njit(inline="always")
 def _sort(s: np.ndarray) -> None:  # pragma: no cover - compiled; insertion sort (L small)
     for i in range(1, s.shape[0]):
         v = s[i]
@@ -134,7 +134,7 @@ def forward_step(  # pragma: no cover - compiled; tested against the tuple pass
     s = np.empty(lam, dtype=np.int64)
     ranks = np.empty(rows, dtype=np.int64)
     for r in range(rows):
-        _insert(lower[r], free, s)
+        _insert(lower, r, free, s)
         k = _rank(s, binom)
         ranks[r] = k
         masses[r] = alpha[k]
@@ -146,7 +146,7 @@ def forward_step(  # pragma: no cover - compiled; tested against the tuple pass
         v = masses[r]
         if v == 0.0:
             continue
-        _insert(lower[r], free, s)
+        _insert(lower, r, free, s)
         m, first, others = 0, lam, 0.0
         for i in range(lam):
             if s[i] == free:
@@ -171,17 +171,21 @@ def forward_step(  # pragma: no cover - compiled; tested against the tuple pass
     return change
 
 
-@njit
-def _insert(lower: np.ndarray, slot: int, out: np.ndarray) -> None:  # pragma: no cover
-    """``out`` = the sorted tuple ``lower`` with ``slot`` inserted."""
+@njit(inline="always")
+def _insert(  # pragma: no cover - compiled
+    lower: np.ndarray, row: int, slot: int, out: np.ndarray
+) -> None:
+    """``out`` = the sorted tuple ``lower[row]`` with ``slot`` inserted (no row view: array
+    views cost reference counting in the inner loops)."""
     k = 0
     placed = False
-    for i in range(lower.shape[0]):
-        if not placed and slot <= lower[i]:
+    for i in range(lower.shape[1]):
+        v = lower[row, i]
+        if not placed and slot <= v:
             out[k] = slot
             k += 1
             placed = True
-        out[k] = lower[i]
+        out[k] = v
         k += 1
     if not placed:
         out[k] = slot
@@ -231,6 +235,7 @@ def backward_block(  # pragma: no cover - compiled; tested against enumeration
     memo_count = np.zeros(_MEMO, dtype=np.int64)
     memo_weights = np.empty((_MEMO, lam + 1))
     pred = np.empty(lam, dtype=np.int64)
+    s = np.empty(lam, dtype=np.int64)
     for t in range(last, first - 1, -1):
         alpha = messages[t - first]
         w = exponents[t - first]
@@ -239,15 +244,18 @@ def backward_block(  # pragma: no cover - compiled; tested against enumeration
         row = last - t
         memo_code[:] = -1
         for i in range(draws):
-            s = post[i]
-            j, a = 0, 0
+            j, a, code = 0, 0, 0
             for x in range(lam):
-                if s[x] == free:
+                v = post[i, x]
+                s[x] = v
+                code += binom[v + x, x + 1]
+                if v == free:
                     j += 1
-                elif s[x] == after:
+                elif v == after:
                     a += 1
             counts[i, t] = j
-            code = _rank(s, binom)
+            if a == 0:
+                continue  # one predecessor: the same multiset (nobody can have declined)
             entry = code % _MEMO
             if memo_code[entry] != code:
                 memo_code[entry] = code
@@ -255,40 +263,41 @@ def backward_block(  # pragma: no cover - compiled; tested against enumeration
                     s, alpha, w, j, a, free, after, binom, join_pow, decline_pow, pred,
                     memo_weights[entry],
                 )  # fmt: skip
-            weights = memo_weights[entry]
             total = 0.0
             for d in range(memo_count[entry]):
-                total += weights[d]
+                total += memo_weights[entry, d]
             level = uniforms[row, i] * total
             cumulative, pick = 0.0, 0
             for d in range(memo_count[entry]):
-                cumulative += weights[d]
+                cumulative += memo_weights[entry, d]
                 if level < cumulative:
                     pick = d
                     break
-            _predecessor(s, j, a, pick, free, after, pred)
+            _step_back(s, j, a, pick, free, after)
             for x in range(lam):
-                post[i, x] = pred[x]
+                post[i, x] = s[x]
 
 
-@njit
-def _predecessor(  # pragma: no cover - compiled
-    s: np.ndarray, j: int, a: int, d: int, free: int, after: int, out: np.ndarray
+@njit(inline="always")
+def _step_back(  # pragma: no cover - compiled
+    s: np.ndarray, j: int, a: int, d: int, free: int, after: int
 ) -> None:
-    """The sorted state before the step: ``j + d`` copies in ``free``, ``a - d`` in
-    ``after``, the others as in ``s``."""
-    k = 0
-    for x in range(s.shape[0]):
-        if s[x] != free and s[x] != after:
-            out[k] = s[x]
-            k += 1
-    for _ in range(j + d):
-        out[k] = free
-        k += 1
-    for _ in range(a - d):
-        out[k] = after
-        k += 1
-    _sort(out)
+    """Turn the sorted state after the step (j copies in ``free``, a in ``after``) into the
+    sorted state before it with ``j + d`` copies in ``free`` and ``a - d`` in ``after``, in
+    place. For ``after = free + 1`` the two blocks are adjacent in s; for ``free = b - 1``
+    (``after = 0``) the after-block leads, the free block closes and the others shift by d."""
+    lam = s.shape[0]
+    if after > free:
+        start = 0
+        while s[start] < free:
+            start += 1
+        for x in range(j + a):
+            s[start + x] = free if x < j + d else after
+    else:
+        for x in range(a, lam - j):
+            s[x - d] = s[x]
+        for x in range(lam - j - d, lam):
+            s[x] = free
 
 
 @njit
@@ -315,7 +324,9 @@ def _weigh_predecessors(  # pragma: no cover - compiled
             others += w[s[x]]
     w_b = w[w.shape[0] - 1]
     for d in range(a + 1):
-        _predecessor(s, j, a, d, free, after, pred)
+        for x in range(s.shape[0]):
+            pred[x] = s[x]
+        _step_back(pred, j, a, d, free, after)
         exponent = j * (others + (a - d) * w[after]) + j * (j - 1) / 2.0 * w_b
         prior = binom[j + d, j] * join_pow[j] * decline_pow[d]
         weights[d] = alpha[_rank(pred, binom)] * prior * math.exp(exponent) if prior > 0 else 0.0
