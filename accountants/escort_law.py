@@ -48,12 +48,24 @@ from minsep.accountants.phase_escort import sample_phase_escort_counts
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.phase_mixture import PhaseMixture
 
-__all__ = ["PHASE_MAX_WORK", "BinsEscortLaw", "ChainEscortLaw", "EscortLaw", "PhaseEscortLaw"]
+__all__ = [
+    "CHAIN_MAX_WORK",
+    "PHASE_MAX_WORK",
+    "BinsEscortLaw",
+    "ChainEscortLaw",
+    "EscortLaw",
+    "PhaseEscortLaw",
+]
 
 #: Element operations one forward pass of a phase mixture may cost (the ``rdp`` accountant's
 #: default ``max_work``): each escort sampling call runs it, so an order beyond it is skipped
 #: (b = 8, n = 1024: orders 2-4).
 PHASE_MAX_WORK = 2**25
+#: Operations (:func:`~minsep.accountants.multiset_moments.work`) one multiset pass of a
+#: b-min-sep chain may cost: every sampling call runs two (about 2-4 s each at the cap), and
+#: the sampler keeps about ``2 sqrt(n)`` messages. At n = 1024 it allows every default order
+#: at b = 8 and order 4 at b = 64; at the paper's n = 7200, b = 256 order 2 only.
+CHAIN_MAX_WORK = 2**30
 
 
 def _float_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -121,10 +133,17 @@ class ChainEscortLaw:
 
     @property
     def budget_note(self) -> str:
-        return f"min-sep {self.chain.min_sep} (C(b + lam - 1, lam) states)"
+        return (
+            f"min-sep {self.chain.min_sep} (C(b + lam - 1, lam) states, at most "
+            f"{CHAIN_MAX_WORK} operations per pass)"
+        )
 
     def affordable(self, order: int, max_states: int) -> bool:
-        return multiset_moments.stored_states(self.chain.min_sep, order) <= max_states
+        b, n = self.chain.min_sep, self.chain.n_steps
+        return (
+            multiset_moments.stored_states(b, order) <= max_states
+            and multiset_moments.work(n, b, order) <= CHAIN_MAX_WORK
+        )
 
     def log_moment(self, sigma: float, order: int, max_states: int) -> float:
         # the escort's checkpointing pass: the same float, kept for the draws that follow
