@@ -84,7 +84,7 @@ class EscortLaw(Protocol):
 
     @property
     def budget_note(self) -> str:
-        """How the memory of an order grows, for refusals (e.g. ``min-sep 4 ((b + 1)^lam
+        """How the memory of an order grows, for refusals (e.g. ``min-sep 4 (C(b + lam - 1, lam)
         states)``)."""
 
     def affordable(self, order: int, max_states: int) -> bool:
