@@ -43,7 +43,8 @@ class MomentLaw(Protocol):
 
     @property
     def states_formula(self) -> str:
-        """How the state count grows with the order (messages): ``(min_sep + 1)^order``."""
+        """How the state count grows with the order (messages): ``C(min_sep + order - 1, order)``
+        for a chain (docs/rdp-escort.md §3.1)."""
 
     def stored_states(self, order: int) -> int: ...
 
