@@ -28,8 +28,7 @@ from typing import Protocol
 import attrs
 import numpy as np
 
-from minsep.accountants import phase_moments
-from minsep.accountants import rdp_moments as moments
+from minsep.accountants import multiset_moments, phase_moments
 from minsep.accountants.add_bound import (
     AddDirectionBound,
     ChernoffAddBound,
@@ -39,22 +38,34 @@ from minsep.accountants.add_bound import (
 )
 from minsep.accountants.bins_escort import BinsEscortLaw
 from minsep.accountants.block_add_bound import BlockAddBound, certify_block_bound
-from minsep.accountants.escort import (
-    EscortDraw,
+from minsep.accountants.escort import EscortDraw
+from minsep.accountants.multiset_escort import (
     forward_log_moment,
-    sample_escort_batch,
-    sample_escort_counts,
+    sample_multiset_escort_batch,
+    sample_multiset_escort_counts,
 )
 from minsep.accountants.phase_escort import sample_phase_escort_counts
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.phase_mixture import PhaseMixture
 
-__all__ = ["PHASE_MAX_WORK", "BinsEscortLaw", "ChainEscortLaw", "EscortLaw", "PhaseEscortLaw"]
+__all__ = [
+    "CHAIN_MAX_WORK",
+    "PHASE_MAX_WORK",
+    "BinsEscortLaw",
+    "ChainEscortLaw",
+    "EscortLaw",
+    "PhaseEscortLaw",
+]
 
 #: Element operations one forward pass of a phase mixture may cost (the ``rdp`` accountant's
 #: default ``max_work``): each escort sampling call runs it, so an order beyond it is skipped
 #: (b = 8, n = 1024: orders 2-4).
 PHASE_MAX_WORK = 2**25
+#: Operations (:func:`~minsep.accountants.multiset_moments.work`) one multiset pass of a
+#: b-min-sep chain may cost: every sampling call runs two (about 2-4 s each at the cap), and
+#: the sampler keeps about ``2 sqrt(n)`` messages. At n = 1024 it allows every default order
+#: at b = 8 and order 4 at b = 64; at the paper's n = 7200, b = 256 order 2 only.
+CHAIN_MAX_WORK = 2**30
 
 
 def _float_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -73,7 +84,7 @@ class EscortLaw(Protocol):
 
     @property
     def budget_note(self) -> str:
-        """How the memory of an order grows, for refusals (e.g. ``min-sep 4 ((b + 1)^lam
+        """How the memory of an order grows, for refusals (e.g. ``min-sep 4 (C(b + lam - 1, lam)
         states)``)."""
 
     def affordable(self, order: int, max_states: int) -> bool:
@@ -110,8 +121,8 @@ class EscortLaw(Protocol):
 @attrs.frozen
 class ChainEscortLaw:
     """b-min-sep availability chain under banded C (docs/rdp-escort.md §2-§6; Poisson as
-    b = 1): ``(b + 1)^lam`` states, the compiled backward walk, the chain's §10 bound with
-    ``||C||_op`` bounded by Collatz-Wielandt."""
+    b = 1): the multiset chain of §3.1 (``C(b + lam - 1, lam)`` states) and its compiled
+    backward walk, the chain's §10 bound with ``||C||_op`` bounded by Collatz-Wielandt."""
 
     chain: ParticipationChain
     coefficients: np.ndarray = attrs.field(converter=_float_array, eq=False)
@@ -122,10 +133,17 @@ class ChainEscortLaw:
 
     @property
     def budget_note(self) -> str:
-        return f"min-sep {self.chain.min_sep} ((b + 1)^lam states)"
+        return (
+            f"min-sep {self.chain.min_sep} (C(b + lam - 1, lam) states, at most "
+            f"{CHAIN_MAX_WORK} operations per pass)"
+        )
 
     def affordable(self, order: int, max_states: int) -> bool:
-        return moments.stored_states(self.chain.min_sep, order) <= max_states
+        b, n = self.chain.min_sep, self.chain.n_steps
+        return (
+            multiset_moments.stored_states(b, order) <= max_states
+            and multiset_moments.work(n, b, order) <= CHAIN_MAX_WORK
+        )
 
     def log_moment(self, sigma: float, order: int, max_states: int) -> float:
         # the escort's checkpointing pass: the same float, kept for the draws that follow
@@ -136,7 +154,7 @@ class ChainEscortLaw:
     def sample(
         self, sigma: float, order: int, n_samples: int, rng: np.random.Generator, max_states: int
     ) -> EscortDraw:
-        return sample_escort_counts(
+        return sample_multiset_escort_counts(
             self.chain, self.coefficients, sigma, order, n_samples, rng, max_states=max_states
         )
 
@@ -149,7 +167,7 @@ class ChainEscortLaw:
         max_states: int,
     ) -> list[EscortDraw]:
         """:meth:`sample` on each generator, the same draws, one message recomputation."""
-        return sample_escort_batch(
+        return sample_multiset_escort_batch(
             self.chain, self.coefficients, sigma, order, sizes, rngs, max_states=max_states
         )
 

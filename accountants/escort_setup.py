@@ -194,7 +194,7 @@ def locate_setup(
 def choose_setup(setups: Sequence[EscortSetup], epsilon: float) -> EscortSetup:
     """The order with the smallest support bound ``s_lam(eps)`` (fewest samples needed: the
     samples depend on the order only through ``s``); on a tie the smaller order (its forward
-    pass and draws carry fewer states, ``(b + 1)^lam``), whatever order ``setups`` lists."""
+    pass and draws carry fewer states), whatever order ``setups`` lists."""
     return min(setups, key=lambda s: (s.log_support(epsilon), s.order))
 
 

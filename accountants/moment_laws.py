@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import numpy as np
 
-from minsep.accountants import phase_moments
+from minsep.accountants import multiset_moments, phase_moments
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.add_bound import (
     AddDirectionBound,
@@ -43,7 +43,8 @@ class MomentLaw(Protocol):
 
     @property
     def states_formula(self) -> str:
-        """How the state count grows with the order (messages): ``(min_sep + 1)^order``."""
+        """How the state count grows with the order (messages): ``C(min_sep + order - 1, order)``
+        for a chain (docs/rdp-escort.md §3.1)."""
 
     def stored_states(self, order: int) -> int: ...
 
@@ -66,10 +67,11 @@ class MomentLaw(Protocol):
 
 @attrs.frozen
 class ChainMoments:
-    """A b-min-sep availability chain (docs/rdp-escort.md §2-§3; Poisson as b = 1)."""
+    """A b-min-sep availability chain (docs/rdp-escort.md §2-§3; Poisson as b = 1), by the
+    multiset pass of §3.1."""
 
     chain: ParticipationChain
-    states_formula: str = "(min_sep + 1)^order"
+    states_formula: str = "C(min_sep + order - 1, order)"
 
     @property
     def n_steps(self) -> int:
@@ -80,10 +82,10 @@ class ChainMoments:
         return self.chain.min_sep
 
     def stored_states(self, order: int) -> int:
-        return moments.stored_states(self.chain.min_sep, order)
+        return multiset_moments.stored_states(self.chain.min_sep, order)
 
     def work(self, order: int) -> int:
-        return moments.work(self.chain.n_steps, self.chain.min_sep, order)
+        return multiset_moments.work(self.chain.n_steps, self.chain.min_sep, order)
 
     def fits(self, order: int, sigma: float, products: moments.ColumnProducts) -> bool:
         """b = 1 is a closed form in log space; otherwise one step must fit float64."""
@@ -93,7 +95,9 @@ class ChainMoments:
     def log_moment(
         self, coefficients: np.ndarray, sigma: float, order: int, max_states: int
     ) -> float:
-        return moments.log_moment(self.chain, coefficients, sigma, order, max_states=max_states)
+        return multiset_moments.log_moment(
+            self.chain, coefficients, sigma, order, max_states=max_states
+        )
 
     def log_no_participation(self) -> float:
         return self.chain.log_no_participation()

@@ -178,7 +178,8 @@ class RdpAccountant(Accountant):
             within ``max_work``. An explicit order whose state array does not fit raises
             ConfigurationError when the scheme is known.
         max_order: largest order tried automatically.
-        max_states: memory budget: entries of one forward pass's array ``(b + 1)^lam``.
+        max_states: memory budget: entries of one forward pass's message (b-min-sep: the
+            ``C(b + lam - 1, lam)`` multisets of docs/rdp-escort.md §3.1).
         max_work: time budget of the automatic orders (element operations of all passes).
         sigma_rtol: calibration returns a sigma within ``1 + sigma_rtol`` of the smallest
             sigma meeting the target, never below it.

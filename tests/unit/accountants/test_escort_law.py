@@ -47,6 +47,27 @@ def test_phase_orders_are_limited_by_time_and_memory() -> None:
     assert setups[1].log_z == pytest.approx(exact, rel=2e-10) and setups[1].log_z > exact
 
 
+def test_chain_orders_are_limited_by_multiset_states_and_time() -> None:
+    """The chain's escort runs the multiset pass (docs/rdp-escort.md §3.1): every default order
+    at b = 8, n = 1024 (order 8: C(15, 8) = 6435 states); at b = 64 order 5 exceeds the work
+    of a pass, at the paper's b = 256, n = 7200 order 3 does; b = 9 order 2 needs C(10, 2) = 45
+    states."""
+
+    def orders(n: int, b: int, bands: int, max_states: int = 2**24) -> list[int]:
+        c = np.ones(bands) / np.sqrt(bands)
+        law = (
+            BMinSep(n_steps=n, rate=1 / 256, min_sep=b)
+            .loss_model(BandedToeplitz(coefficients=tuple(c)))
+            .escort_law()
+        )  # type: ignore[attr-defined]
+        return [lam for lam in (2, 3, 4, 5, 6, 8) if law.affordable(lam, max_states)]
+
+    assert orders(1024, 8, 8) == [2, 3, 4, 5, 6, 8]
+    assert orders(1024, 64, 4) == [2, 3, 4]
+    assert orders(7200, 256, 8) == [2]
+    assert orders(1024, 9, 8, max_states=44) == [] and orders(1024, 9, 8, 45) == [2]
+
+
 def test_add_routes_come_from_the_law() -> None:
     model = random_phase(20, 4).loss_model(BANDS)
     mixture = model.escort_law().mixture  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ import attrs
 import pytest
 from dp_accounting.pld import privacy_loss_distribution
 
+from minsep.accountants import escort_setup
 from minsep.accountants.escort_engine import (
     DEFAULT_ORDERS,
     EscortProposal,
@@ -86,8 +87,9 @@ def test_escort_calibration_certifies_on_the_issue_sweep() -> None:
 
 
 def wide_min_sep() -> tuple[BMinSep, BandedToeplitz]:
-    """b = 4100: (b + 1)^2 > 2^24 states, so no escort order fits the default budget."""
-    scheme = BMinSep.from_rate(8, 1 / 4100, min_sep=4100)
+    """b = 6000: C(b + 1, 2) = 18003000 > 2^24 multiset states (docs/rdp-escort.md §3.1), so no
+    escort order fits the default budget."""
+    scheme = BMinSep.from_rate(8, 1 / 6000, min_sep=6000)
     return scheme, BandedToeplitz.optimal(8, 2)
 
 
@@ -186,10 +188,14 @@ def test_an_entry_above_the_scale_fails_without_sampling() -> None:
     assert not passed and math.isnan(observed)
 
 
-def test_the_locating_pilot_prefers_a_cheap_order_only_while_it_is_tight() -> None:
-    """b = 8: orders up to 5 have at most 9^5 states (LOCATE_STATES), order 6 has 9^6. The
-    pilot's escort is the best cheap order while its bound is within LOCATE_RATIO of the
-    target, else the best of every order (a planning rule: it only centres the sweep)."""
+def test_the_locating_pilot_prefers_a_cheap_order_only_while_it_is_tight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """b = 8: orders up to 5 have at most C(12, 5) = 792 multiset states, order 6 has
+    C(13, 6) = 1716; with LOCATE_STATES = 1000 in between, the pilot's escort is the best cheap
+    order while its bound is within LOCATE_RATIO of the target, else the best of every order
+    (a planning rule: it only centres the sweep)."""
+    monkeypatch.setattr(escort_setup, "LOCATE_STATES", 1000)
     model = BMinSepLossModel(
         coefficients=(1.0, 0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.01),
         n_steps=24,

@@ -11,7 +11,7 @@ import pytest
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from minsep.accountants import rdp_moments
+from minsep.accountants import multiset_moments, rdp_moments
 from minsep.accountants.pld import PLDAccountant
 from minsep.accountants.rdp import RdpAccountant
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -213,10 +213,10 @@ def test_declines_min_sep_below_bands() -> None:
 
 
 def test_declines_state_spaces_above_the_budget() -> None:
-    scheme = BMinSep(n_steps=10, rate=0.1, min_sep=3)
-    reason = RdpAccountant(max_states=15).why_not(scheme, Identity())
-    assert reason is not None and "max_states = 15" in reason
-    assert RdpAccountant(max_states=16).why_not(scheme, Identity()) is None
+    scheme = BMinSep(n_steps=10, rate=0.1, min_sep=3)  # order 2: C(4, 2) = 6 multisets
+    reason = RdpAccountant(max_states=5).why_not(scheme, Identity())
+    assert reason is not None and "max_states = 5" in reason and "= 6 states" in reason
+    assert RdpAccountant(max_states=6).why_not(scheme, Identity()) is None
 
 
 def test_automatic_orders_respect_both_budgets() -> None:
@@ -249,12 +249,19 @@ def test_order_above_the_memory_budget_is_refused() -> None:
     chain = ParticipationChain(n_steps=4, min_sep=256, probability=0.001)
     with pytest.raises(ConfigurationError, match=r"order = 3 .*16974593.* max_states = 16777216"):
         rdp_moments.log_moment(chain, np.ones(1), 1.0, 3)
-    accountant = RdpAccountant(orders=(2, 3))
+    # the accountant's multiset pass: order 3 has C(258, 3) = 2829056 states, order 4
+    # C(259, 4) = 183181376 (docs/rdp-escort.md §3.1)
+    assert RdpAccountant(orders=(2, 3)).orders_for(chain) == (2, 3)
+    with pytest.raises(ConfigurationError, match=r"order = 4 .*C\(259, 4\) = 183181376"):
+        multiset_moments.log_moment(chain, np.ones(1), 1.0, 4)
+    accountant = RdpAccountant(orders=(2, 4))
     scheme = BMinSep(n_steps=4, rate=0.001, min_sep=256)
-    with pytest.raises(ConfigurationError, match=r"orders = \(2, 3\).*max_states = 16777216"):
+    with pytest.raises(
+        ConfigurationError, match=r"orders = \(2, 4\).*183181376.*max_states = 16777216"
+    ):
         accountant.orders_for(chain)
     assert "max_states" in str(accountant.why_not(scheme, Identity()))
-    with pytest.raises(ConfigurationError, match=r"orders = \(2, 3\).*max_states = 16777216"):
+    with pytest.raises(ConfigurationError, match=r"orders = \(2, 4\).*max_states = 16777216"):
         accountant.epsilon(scheme, Identity(), 1.0, 1e-5)
 
 
