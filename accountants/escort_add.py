@@ -6,12 +6,16 @@ when ``eps >= ln(1 / pi(empty))``, :func:`add_threshold`), route ``"deterministi
 Chernoff bound of docs/math.md §10, :func:`add_bound`, no sample), route ``"block bound"``
 (the sampled block bound of docs/math.md §10.1, :func:`chosen_add_bound`: a few seconds of
 block draws, none from the pair) or route ``"plain"`` (plain Monte Carlo of the add direction
-on its own draws, when they fit: :func:`plain_add_fits`).
+on its own draws, when they fit: :func:`plain_add_fits`). An epsilon question tries plain draws
+before the block bound where they are cheap (:func:`plain_add_first`, docs/rdp-escort.md §8).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+import attrs
 
 from minsep.accountants.add_bound import ChernoffAddBound
 from minsep.accountants.block_add_bound import BlockAddBound
@@ -19,11 +23,14 @@ from minsep.accountants.escort_setup import INFLATE, escort_law
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.bounds import base_delta
+from minsep.framework.montecarlo.estimates import estimate_epsilon
 from minsep.framework.montecarlo.plain import PlainSampler
 from minsep.framework.montecarlo.precision import samples_for_precision
-from minsep.framework.montecarlo.sampling import EngineConfig
+from minsep.framework.montecarlo.proposals import EpsilonQuestion, Verification
+from minsep.framework.montecarlo.sampling import PILOT_STREAM, EngineConfig
 
 __all__ = [
+    "PLAIN_ADD_FIRST",
     "PLAIN_ADD_LIMIT",
     "AddBound",
     "add_bound",
@@ -31,7 +38,9 @@ __all__ = [
     "add_sampler",
     "add_threshold",
     "chosen_add_bound",
+    "plain_add_first",
     "plain_add_fits",
+    "plain_add_route",
 ]
 
 #: An add-direction bound: ``delta(eps)`` and ``epsilon(delta)``, both upper bounds.
@@ -40,6 +49,11 @@ AddBound = ChernoffAddBound | BlockAddBound
 #: A run sized by precision samples the add direction (plain) only up to this many draws;
 #: beyond it the deterministic bound of docs/math.md §10 certifies it (and may bind).
 PLAIN_ADD_LIMIT = 10**7
+#: An epsilon question tries plain add draws before the sampled block bound when they (pilot
+#: and verification) cost at most this many sample-steps, about 4 CPU-s of the plain kernels:
+#: the block bound's draws cost more than that near the target delta (41 of 55 CPU-s at
+#: n = 1024, 8 bands, b = 8, rate 1/256, sigma 1, delta 1e-3), plain add draws far less.
+PLAIN_ADD_FIRST = 2**28
 
 
 def add_threshold(model: PrivacyLossModel) -> float:
@@ -114,3 +128,42 @@ def plain_add_fits(samples: int, delta: float, candidates: int, precision: float
 def add_sampler(model: PrivacyLossModel, sigma: float, config: EngineConfig | None) -> PlainSampler:
     """Plain draws of the add direction alone at ``sigma`` (exact sums, no histogram)."""
     return PlainSampler(model, sigma, config, directions=(Direction.ADD,), histograms=False)
+
+
+def plain_add_first(model: PrivacyLossModel, question: EpsilonQuestion) -> bool:
+    """Whether an epsilon question's add direction tries plain draws before the sampled block
+    bound: they can verify ``delta`` on the question's samples at all and cost at most
+    :data:`PLAIN_ADD_FIRST` sample-steps. A planning rule: fixed before any verification draw."""
+    samples, count = question.samples, len(question.fractions)
+    try:
+        base_delta(samples, question.delta, candidates=count)
+    except ConfigurationError:
+        return False
+    n_steps = escort_law("plain_add_first", model).n_steps
+    return (samples + question.pilot_samples) * n_steps <= PLAIN_ADD_FIRST
+
+
+def plain_add_route(
+    model: PrivacyLossModel,
+    question: EpsilonQuestion,
+    candidates: Sequence[float],
+    fractions: Sequence[float],
+) -> tuple[list[float], Verification]:
+    """Route ``"plain"`` of an epsilon question's add direction: a plain add pilot (stream 0)
+    raises candidate r to its ``eps_hat(kappa_r add_base)`` (``kappa`` the remove ladder's
+    ``fractions``) and the add draws verify at ``add_base = base_delta(samples, delta, R)``."""
+    count = len(question.fractions)
+    add_base = base_delta(question.samples, question.delta, candidates=count)
+    draws = add_sampler(model, question.sigma, question.config)
+    add_pilot = attrs.evolve(draws, histograms=True).tally(
+        (),
+        n_samples=question.pilot_samples,
+        seed=question.seed,
+        stream=PILOT_STREAM,
+        description="pilot add",
+    )
+    raised = [
+        max(c, estimate_epsilon(add_pilot, k * add_base).value)
+        for c, k in zip(candidates, fractions, strict=True)
+    ]
+    return raised, Verification(1.0, add_base, draws, "verify add", draw_empty=False)

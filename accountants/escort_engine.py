@@ -48,7 +48,9 @@ from minsep.accountants.escort_add import (
     add_sampler,
     add_threshold,
     chosen_add_bound,
+    plain_add_first,
     plain_add_fits,
+    plain_add_route,
 )
 from minsep.accountants.escort_precision import precision_ladder, precision_samples
 from minsep.accountants.escort_sampling import (
@@ -75,7 +77,7 @@ from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta
 from minsep.framework.montecarlo.certificates import ProposalInfo
-from minsep.framework.montecarlo.estimates import Estimate, estimate_delta, estimate_epsilon
+from minsep.framework.montecarlo.estimates import Estimate, estimate_delta
 from minsep.framework.montecarlo.proposals import (
     DeltaCheck,
     DeltaPlan,
@@ -220,11 +222,11 @@ class EscortProposal:
         place = _Placement(grid, means, fractions, delta, log_guess, count)
         first = sized if log_guess > math.log(delta) else samples  # s <= delta: no draws
         add, proposed, add_check, add_limit = self._add_route(
-            model, question, place.candidates(first)
+            model, question, place.candidates(first), fractions
         )
         if add == "plain" and first != samples:  # plain add draws verify on all the samples
             add, proposed, add_check, add_limit = self._add_route(
-                model, question, place.candidates(samples)
+                model, question, place.candidates(samples), fractions
             )
         if add != "plain":
             samples = sized
@@ -266,44 +268,43 @@ class EscortProposal:
         return max(min(samples, wanted), pilot_samples, 2)
 
     def _add_route(
-        self, model: PrivacyLossModel, question: EpsilonQuestion, candidates: list[float]
+        self,
+        model: PrivacyLossModel,
+        question: EpsilonQuestion,
+        candidates: list[float],
+        fractions: tuple[float, ...],
     ) -> tuple[str, list[float], Verification | None, Callable[[float], float] | None]:
         """The add direction's route for an epsilon question (module docstring), the
         candidates raised to what it needs, its verification (route ``"plain"``) and its
         released delta as a function of epsilon (the bound routes).
 
         ``"exact zero"`` when the smallest candidate is at least ``ln(1/pi(empty))``;
-        ``"deterministic"`` (§10) or ``"block bound"`` (§10.1, :func:`chosen_add_bound`)
-        where the bound's epsilon costs nothing (below the smallest candidate) or plain add
-        draws do not fit (:meth:`plain_add_fits`), the candidates raised to it; else
-        ``"plain"``: a plain add pilot (stream 0) raises each candidate to its
-        ``eps_hat(kappa add_base)`` and the add draws verify at ``add_base``.
+        ``"deterministic"`` (§10) when its epsilon is below the smallest candidate; then
+        ``"plain"`` (:func:`~.escort_add.plain_add_route`) when its draws are cheap
+        (:func:`~.escort_add.plain_add_first`) and its pilot raises no candidate; else the
+        chosen bound (§10 or the block bound of §10.1, :func:`chosen_add_bound`) where it
+        costs nothing or plain add draws do not fit (:meth:`plain_add_fits`), the candidates
+        raised to it; else ``"plain"``.
         """
-        sigma, delta, fractions = question.sigma, question.delta, question.fractions
-        samples, count, config = question.samples, len(question.fractions), question.config
+        sigma, delta, count = question.sigma, question.delta, len(question.fractions)
         if candidates[0] >= add_threshold(model):
             return "exact zero", candidates, None, None
+        deterministic = add_bound(model, sigma)
+        if deterministic.epsilon(delta) <= candidates[0]:
+            return "deterministic", candidates, None, deterministic.delta
+        plain = None
+        if plain_add_first(model, question):
+            plain = plain_add_route(model, question, candidates, fractions)
+            if plain[0][0] <= candidates[0]:  # the add direction does not bind
+                return "plain", plain[0], plain[1], None
         route, bound = chosen_add_bound(model, sigma, delta, question.seed, candidates[0])
         add_epsilon = bound.epsilon(delta)
         if math.isfinite(add_epsilon) and (
-            add_epsilon <= candidates[0] or not self.plain_add_fits(samples, delta, count)
+            add_epsilon <= candidates[0] or not self.plain_add_fits(question.samples, delta, count)
         ):
             raised = [max(c, add_epsilon) for c in candidates]
             return route, raised, None, bound.delta
-        add_base = base_delta(samples, delta, candidates=count)
-        draws = add_sampler(model, sigma, config)
-        add_pilot = attrs.evolve(draws, histograms=True).tally(
-            (),
-            n_samples=question.pilot_samples,
-            seed=question.seed,
-            stream=PILOT_STREAM,
-            description="pilot add",
-        )
-        raised = [
-            max(c, estimate_epsilon(add_pilot, k * add_base).value)
-            for c, k in zip(candidates, fractions, strict=True)
-        ]
-        verify = Verification(1.0, add_base, draws, "verify add", draw_empty=False)
+        raised, verify = plain or plain_add_route(model, question, candidates, fractions)
         return "plain", raised, verify, None
 
     def _pilot(

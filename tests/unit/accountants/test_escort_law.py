@@ -53,10 +53,12 @@ def test_chain_orders_are_limited_by_multiset_states_and_time() -> None:
     of a pass, at the paper's b = 256, n = 7200 order 3 does; b = 9 order 2 needs C(10, 2) = 45
     states."""
 
-    def orders(n: int, b: int, bands: int, max_states: int = 2**24) -> list[int]:
+    def orders(
+        n: int, b: int, bands: int, max_states: int = 2**24, rate: float = 1 / 256
+    ) -> list[int]:
         c = np.ones(bands) / np.sqrt(bands)
         law = (
-            BMinSep(n_steps=n, rate=1 / 256, min_sep=b)
+            BMinSep(n_steps=n, rate=rate, min_sep=b)
             .loss_model(BandedToeplitz(coefficients=tuple(c)))
             .escort_law()
         )  # type: ignore[attr-defined]
@@ -64,7 +66,8 @@ def test_chain_orders_are_limited_by_multiset_states_and_time() -> None:
 
     assert orders(1024, 8, 8) == [2, 3, 4, 5, 6, 8]
     assert orders(1024, 64, 4) == [2, 3, 4]
-    assert orders(7200, 256, 8) == [2]
+    assert orders(7200, 256, 8, rate=1 / 512) == [2]  # p = 1/257: the chain
+    assert orders(7200, 256, 8) == [2, 3, 4, 5, 6]  # p = 1: balls-in-bins (§10.9)
     assert orders(1024, 9, 8, max_states=44) == [] and orders(1024, 9, 8, 45) == [2]
 
 

@@ -88,8 +88,8 @@ def test_escort_calibration_certifies_on_the_issue_sweep() -> None:
 
 def wide_min_sep() -> tuple[BMinSep, BandedToeplitz]:
     """b = 6000: C(b + 1, 2) = 18003000 > 2^24 multiset states (docs/rdp-escort.md §3.1), so no
-    escort order fits the default budget."""
-    scheme = BMinSep.from_rate(8, 1 / 6000, min_sep=6000)
+    escort order fits the default budget (p < 1: the chain, not balls-in-bins, §10.9)."""
+    scheme = BMinSep.from_rate(8, 1 / 12000, min_sep=6000)
     return scheme, BandedToeplitz.optimal(8, 2)
 
 
