@@ -70,12 +70,7 @@ from minsep.framework.montecarlo.sampling import MAX_SAMPLES
 from minsep.framework.montecarlo.warmup import start_workers
 from minsep.framework.option_groups import GROUP
 from minsep.framework.registries import accountants
-from minsep.framework.results import (
-    CalibrationResult,
-    CurveResult,
-    DeltaResult,
-    EpsilonResult,
-)
+from minsep.framework.results import CalibrationResult, CurveResult, DeltaResult, EpsilonResult
 
 __all__ = ["CalibrationSweep", "MonteCarloAccountant", "RunSettings"]
 
@@ -123,6 +118,8 @@ class MonteCarloAccountant(Accountant):
             draws would cost more (:class:`~minsep.accountants.escort_engine.EscortProposal`),
             and a calibration may coarsen its sweep (:attr:`calibration_sweep`).
         routed: the route chooser's reason when :meth:`route` fixed ``proposal``, or None.
+        add_samples: a calibration's plain add draws per sweep entry when the route sized
+            ``samples`` for the escort's remove direction (None: ``samples``).
         sweep: Algorithm 5's sweep and the pilot's sigma range (:class:`CalibrationSweep`).
         run: how the draws run (:class:`RunSettings`: backend, chunk size, memory budget,
             workers, executor, scheduler, checkpoint, progress, time limit). Both accept a
@@ -167,6 +164,9 @@ class MonteCarloAccountant(Accountant):
         validator=v.choice(EpsilonBound),
     )
     routed: str | None = None
+    add_samples: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=100))
+    )
     sweep: CalibrationSweep = attrs.field(
         factory=CalibrationSweep,
         converter=as_sweep,
@@ -329,12 +329,14 @@ class MonteCarloAccountant(Accountant):
         plain_m = samples_for_precision(delta, precision, candidates=CANDIDATES[question])
         sigma = float(numbers.get("sigma", 1.0))
 
-        def plain_seconds() -> float | None:
+        @functools.cache
+        def plain_plan() -> RunPlan:  # measured once: its rates also time plain add draws
             plain = attrs.evolve(self, samples=plain_m, precision=precision)
-            return plain.plan(scheme, strategy, question, sigma).estimated_seconds
+            return plain.plan(scheme, strategy, question, sigma)
 
         asker = attrs.evolve(self, precision=precision)  # the calibration sweep that will run
-        route = choose_route(asker, model, question, numbers, precision, max_seconds, plain_seconds)
+        timed = (lambda: plain_plan().estimated_seconds), plain_plan
+        route = choose_route(asker, model, question, numbers, precision, max_seconds, *timed)
         if route.refused:
             return self, route
         chosen = attrs.evolve(
@@ -343,6 +345,7 @@ class MonteCarloAccountant(Accountant):
             proposal=route.proposal,
             precision=route.precision,
             routed=route.reason,
+            add_samples=route.add_samples,
         )
         return chosen, route
 
@@ -368,8 +371,8 @@ class MonteCarloAccountant(Accountant):
     ) -> Chosen:
         """The escort proposal (or None: plain) for a question, and a note saying why."""
         kind, routed = ProposalKind(self.proposal), self.routed
-        asked = Asked(kind, self.samples, self.precision, routed, model, sigma, delta, epsilon)
-        return choose_proposal(asked)
+        numbers = (model, sigma, delta, epsilon, self.add_samples)
+        return choose_proposal(Asked(kind, self.samples, self.precision, routed, *numbers))
 
     def _pilot_for(self, proposal: EscortProposal | None) -> int:
         """Pilot samples: the escort's pilot is capped at 10,000 when sized by precision."""

@@ -29,7 +29,7 @@ Chosen = tuple[EscortProposal | None, tuple[str, ...]]
 class Asked:
     """A question's inputs to the choice: the accountant's ``proposal``, ``samples``,
     ``precision`` and ``routed`` reason, the model and the question's numbers (``sigma`` None
-    for a calibration, ``delta`` None for a delta question)."""
+    for a calibration, ``delta`` None for a delta question), and the route's ``add_samples``."""
 
     kind: ProposalKind
     samples: int
@@ -39,10 +39,12 @@ class Asked:
     sigma: float | None
     delta: float | None
     epsilon: float
+    add_samples: int | None = None
 
     def escort(self) -> EscortProposal:
-        """The escort proposal, sized by ``precision`` when it is set."""
-        return EscortProposal(precision=self.precision)
+        """The escort proposal, sized by ``precision`` when it is set, with the route's plain
+        add draws of a calibration (``add_samples``, None: ``samples``)."""
+        return EscortProposal(precision=self.precision, add_samples=self.add_samples)
 
 
 def _plain(asked: Asked) -> Chosen:
