@@ -61,7 +61,14 @@ def _escort(asked: Asked) -> Chosen:
             parameter="proposal",
         )
     if asked.routed is not None:
-        return asked.escort(), (f"proposal: escort (route): {asked.routed}.",)
+        notes = (f"proposal: escort (route): {asked.routed}.",)
+        if asked.add_samples is not None:
+            notes += (
+                f"the {asked.samples:,} samples serve the escort's remove direction; the add "
+                f"direction, where no bound settles it, is verified on {asked.add_samples:,} "
+                "plain draws of its own per walked sweep entry (docs/rdp-escort.md §8).",
+            )
+        return asked.escort(), notes
     return asked.escort(), ("proposal: escort (requested).",)
 
 
