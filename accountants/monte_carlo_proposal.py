@@ -61,7 +61,7 @@ def _escort(asked: Asked) -> Chosen:
             parameter="proposal",
         )
     if asked.routed is not None:
-        notes = (f"proposal: escort (route): {asked.routed}.",)
+        notes: tuple[str, ...] = (f"proposal: escort (route): {asked.routed}.",)
         if asked.add_samples is not None:
             notes += (
                 f"the {asked.samples:,} samples serve the escort's remove direction; the add "
