@@ -13,8 +13,9 @@ entry; an entry no route settles fails.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -96,7 +97,7 @@ class AddDraws:
     model: PrivacyLossModel
     sweep: tuple[float, ...]
     epsilon: float
-    settled: tuple[bool, ...]
+    settled: Callable[[int], bool]
     samples: int
     seed: int
     stream: int
@@ -110,7 +111,7 @@ class AddDraws:
             for j in range(index + 1, len(self.sweep)):
                 if len(batch) >= ADD_BATCH or j in self.deltas:
                     break
-                if not self.settled[j]:
+                if not self.settled(j):
                     batch.append(j)
             tally = sweep_tally(
                 self.model, [self.sweep[j] for j in batch], self.epsilon,
@@ -120,6 +121,25 @@ class AddDraws:
             for k, j in enumerate(batch):
                 self.deltas[j] = tally.delta(k, 0)
         return self.deltas[index]
+
+
+def _settled(
+    model: PrivacyLossModel,
+    sweep: tuple[float, ...],
+    epsilon: float,
+    delta: float,
+    given: Sequence[bool | None],
+    known: dict[int, bool],
+    index: int,
+) -> bool:
+    """``given[index]``, else whether the §10 bound at ``sweep[index]`` has ``delta_add(eps)
+    <= delta`` (kept in ``known``)."""
+    value = given[index]
+    if value is not None:
+        return value
+    if index not in known:
+        known[index] = add_bound(model, sweep[index]).delta(epsilon) <= delta
+    return known[index]
 
 
 def escort_sweep(
@@ -143,20 +163,26 @@ def escort_sweep(
     walks = question.walks  # claims sharing the failure budget (docs/math.md §7)
     x_b = escort_base_delta(samples, min(delta / scale, 0.5), delta, scale, candidates=walks)
     handled = "exact zero" if eps >= add_threshold(model) else "plain"
-    settled = [handled == "exact zero"] * len(sweep)
+    # §10 per entry when the walk reaches it (None: not computed yet); the label alone is read
+    # at the smallest sigma (where it is loosest): an entry §10 does not settle under
+    # "deterministic" is checked by §10 again and fails (EscortSweep.check), so the label
+    # moves only the cost, never what passes
+    settled: list[bool | None] = [True if handled == "exact zero" else None] * len(sweep)
     if handled == "plain":
-        settled = [add_bound(model, s).delta(eps) <= delta for s in sweep]
-        if all(settled):
+        settled[-1] = add_bound(model, sweep[-1]).delta(eps) <= delta
+        if settled[-1]:
             handled = "deterministic"
         elif not add_fits:
             handled = "block bound"  # per entry when walked: §10, else §10.1, else it fails
     add_draws = None
     add_base = math.nan
     failure = verification_failure(samples, x_b, candidates=walks)
+    known: dict[int, bool] = {}
     if handled == "plain":
         m_add = samples if add_samples is None else int(add_samples)
         add_base = base_delta(m_add, delta, candidates=walks)
-        add_draws = AddDraws(model, tuple(sweep), eps, tuple(settled), m_add, seed, stream, config)
+        lazy = functools.partial(_settled, model, tuple(sweep), eps, float(delta), settled, known)
+        add_draws = AddDraws(model, tuple(sweep), eps, lazy, m_add, seed, stream, config)
         failure = max(failure, verification_failure(m_add, add_base, candidates=walks))
     return EscortSweep(
         model=model,
@@ -166,6 +192,7 @@ def escort_sweep(
         escorts=escorts,
         x_b=x_b,
         settled=tuple(settled),
+        known=known,
         add_draws=add_draws,
         add_base=add_base,
         samples=samples,
@@ -188,7 +215,7 @@ class EscortSweep:
     delta: float
     escorts: SweepEscorts
     x_b: float
-    settled: tuple[bool, ...]
+    settled: tuple[bool | None, ...]
     add_draws: AddDraws | None
     add_base: float
     samples: int
@@ -198,6 +225,13 @@ class EscortSweep:
     base_delta: float
     failure_probability: float
     info: ProposalInfo
+    known: dict[int, bool] = attrs.field(factory=dict)
+
+    def is_settled(self, index: int) -> bool:
+        """Whether the §10 bound settles entry ``index`` (computed once, when first asked)."""
+        return _settled(
+            self.model, self.sweep, self.epsilon, self.delta, self.settled, self.known, index
+        )
 
     def check(self, index: int) -> tuple[float, bool]:
         """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
@@ -222,12 +256,13 @@ class EscortSweep:
             observed, passed = mean * sampler.support, mean <= self.x_b
         else:
             observed = math.exp(setup.log_support(eps))
-        if self.add_draws is not None and not self.settled[index] and passed:
+        settled = self.is_settled(index) if passed else True  # a failing entry fails anyway
+        if self.add_draws is not None and not settled:
             # (drawn only where the remove direction passed: a failing entry fails either way)
             add_mean = self.add_draws.delta(index)
             observed = max(observed, add_mean)
             passed = passed and add_mean <= self.add_base
-        elif not self.settled[index] and passed:  # no plain add draws: §10 and §10.1
+        elif not settled:  # no plain add draws: §10 and §10.1
             # (skipped where the remove direction already failed: the entry fails either way,
             # and the §10.1 block bound is the costliest check of an entry)
             add_delta = self._bounded_add_delta(index)

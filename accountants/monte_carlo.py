@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from minsep.accountants import monte_carlo_plan as planning
+from minsep.accountants import routes
 from minsep.accountants.escort_engine import EscortProposal
 from minsep.accountants.monte_carlo_notes import (
     calibration_notes,
@@ -38,7 +39,7 @@ from minsep.accountants.monte_carlo_notes import (
 from minsep.accountants.monte_carlo_proposal import Asked, Chosen, choose_proposal
 from minsep.accountants.monte_carlo_run import RunSettings, as_run_settings, shared_loss_model
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep, as_sweep
-from minsep.accountants.routes import CANDIDATES, ESCORT_PILOT, EscortPlanner, Route, choose_route
+from minsep.accountants.routes import CANDIDATES, EscortPlanner, Route, choose_route
 from minsep.framework import validation as v
 from minsep.framework.backend import get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -73,9 +74,6 @@ from minsep.framework.registries import accountants
 from minsep.framework.results import CalibrationResult, CurveResult, DeltaResult, EpsilonResult
 
 __all__ = ["CalibrationSweep", "MonteCarloAccountant", "RunSettings"]
-
-#: The escort's pilot when its verification is sized by precision (:data:`.routes.ESCORT_PILOT`).
-_ESCORT_PILOT = ESCORT_PILOT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -378,7 +376,7 @@ class MonteCarloAccountant(Accountant):
         """Pilot samples: the escort's pilot is capped at 10,000 when sized by precision."""
         if proposal is None or self.precision is None or self.pilot_samples is not None:
             return self._pilot()
-        return min(self._pilot(), _ESCORT_PILOT)
+        return min(self._pilot(), routes.ESCORT_PILOT)
 
     # -- questions ------------------------------------------------------------------------
 
@@ -497,7 +495,7 @@ class MonteCarloAccountant(Accountant):
         size = self._pilot_for(proposal)  # an escort sized by precision: capped
         pilot: dict[str, Any] = {"samples": size, "seed": seed, "config": config}
         grid = self.calibration_sweep
-        centre = None
+        centre = None if proposal is None else routes.routed_centre(self, model, float(epsilon))
         if proposal is not None and self.proposal == "auto":
             centre, failure = grid.escort_centre(
                 proposal, model, epsilon, delta, self.samples, **pilot

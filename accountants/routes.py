@@ -77,6 +77,7 @@ __all__ = [
     "auto_proposal",
     "choose_route",
     "escort_samples",
+    "routed_centre",
 ]
 
 #: Claims verified per question (the union bound of docs/math.md §7).
@@ -101,7 +102,8 @@ class EscortCosts:
     (:func:`~.escort_engine.measure_escort_seconds`); for a calibration, what the route's own
     pilot work took: ``locate`` (its locating pilot: each step's ``ln Z`` passes and
     :data:`ROUTE_PILOT` draws), ``plan`` (the sweep plan: every order's pass at the sweep's
-    smallest sigma) and ``add`` (the add direction's bounds at one sigma, paid per entry)."""
+    smallest sigma) and ``add`` (the add direction's bounds at one sigma, paid per entry);
+    ``centre``: the sigma its locating pilot found (:func:`routed_centre`)."""
 
     order: int
     fixed: float
@@ -109,6 +111,7 @@ class EscortCosts:
     locate: float = 0.0
     plan: float = 0.0
     add: float = 0.0
+    centre: float | None = None
 
 
 class Asker(Protocol):
@@ -358,6 +361,20 @@ def measured_costs(model: PrivacyLossModel, epsilon: float) -> EscortCosts | Non
     return kept[2]
 
 
+def routed_centre(accountant: Asker, model: PrivacyLossModel, epsilon: float) -> float | None:
+    """Where an escort calibration that :func:`choose_route` routed centres its sweep: the
+    sigma the route's own locating pilot found for this model and epsilon (stream 0 of seed
+    + 1, :data:`ROUTE_PILOT` escort draws per bisection step, the run's pilot target and
+    range), so the run does not repeat that pilot (at n = 1024, 8 bands, precision 0.01 it
+    was a fifth of the calibration) and its sweep plan finds the same forward passes cached.
+    None when the accountant was not routed or the route measured another question. A
+    planning rule: the centre is fixed before any verification draw (docs/math.md §7)."""
+    if accountant.routed is None:
+        return None
+    costs = measured_costs(model, float(epsilon))
+    return None if costs is None else costs.centre
+
+
 def choose_route(
     accountant: Asker,
     model: PrivacyLossModel,
@@ -421,7 +438,7 @@ def choose_route(
                     seconds = None if seconds is None or extra is None else seconds + extra
                 if question == "calibrate":
                     _MEASURED.clear()
-                    _MEASURED[id(model)] = (model, epsilon, costs)
+                    _MEASURED[id(model)] = (model, epsilon, attrs.evolve(costs, centre=sigma))
                 escort = Route(
                     "escort",
                     m,

@@ -564,6 +564,36 @@ def test_add_draws_in_batches_equal_the_shared_draws_of_the_whole_sweep() -> Non
         model, ADD_SWEEP, eps, samples=5_000, seed=4, stream=1, config=QUIET,
         description="shared", directions=(Direction.ADD,),
     )  # fmt: skip
-    draws = AddDraws(model, ADD_SWEEP, eps, (False,) * len(ADD_SWEEP), 5_000, 4, 1, QUIET)
+    draws = AddDraws(model, ADD_SWEEP, eps, lambda j: False, 5_000, 4, 1, QUIET)
     for index in (5, 0, 10, 3, 6):
         assert draws.delta(index) == shared.delta(index, 0)
+
+
+def test_the_add_bound_is_computed_at_walked_entries_only_and_its_label_passes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§10 per sweep entry is computed when the walk reaches the entry; the route's label
+    ("deterministic": §10 settles the smallest sigma) is read at one entry only, so with a
+    bound that is (artificially) vacuous at 1.8 alone the walk still fails there instead of
+    passing it unchecked."""
+    from minsep.accountants import escort_sweep
+
+    real, asked = escort_sweep.add_bound, []
+
+    class Holed:  # the true bound, vacuous at sigma 1.8 only
+        def __init__(self, model: BMinSepLossModel, sigma: float) -> None:
+            self.bound, self.sigma = real(model, sigma), sigma
+            asked.append(sigma)
+
+        def delta(self, eps: float) -> float:
+            return 1.0 if self.sigma == 1.8 else self.bound.delta(eps)
+
+    monkeypatch.setattr(escort_sweep, "add_bound", Holed)
+    sweep = (3.0, 2.2, 1.8, 1.6, 1.5)
+    result = calibrate_sweep(
+        dp_sgd(), sweep, 2.0, 1e-8, samples=20_000, seed=0, config=QUIET,
+        proposal=EscortProposal(precision=0.05),
+    )  # fmt: skip
+    assert result.proposal is not None and result.proposal.add == "deterministic"
+    assert result.index == 1 and result.sigma == 2.2  # 1.8 fails on its own §10 check
+    assert 1.6 not in asked and set(asked) == {1.5, 3.0, 2.2, 1.8}

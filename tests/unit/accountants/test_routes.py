@@ -208,3 +208,23 @@ def test_the_plan_line_of_a_calibration_reuses_the_routes_costs() -> None:
     assert seconds == routes._escort_seconds(asker, model, "calibrate", 4000, pilot, costs)
     assert "order 5" in text
     routes._MEASURED.clear()
+
+
+def test_a_routed_calibration_is_centred_by_the_routes_own_pilot() -> None:
+    """The route's locating pilot (stream 0 of seed + 1) centres the run's sweep, so the run
+    does not repeat it; only for the question the route measured, and only when routed."""
+    scheme, strategy = pair()
+    numbers = {"epsilon": 2.5, "delta": DELTA}  # above ln(1/pi(empty)) ~ 1: add exactly 0
+    chosen, route = accountant().route(scheme, strategy, "calibrate", numbers, 0.05)
+    model = chosen._model(scheme, strategy)  # the shared model the route measured
+    assert route.proposal == "escort" and chosen.routed is not None
+    centre = routes.routed_centre(chosen, model, 2.5)
+    assert centre is not None and f"at sigma {centre:.4g}" in route.reason
+    assert routes.routed_centre(chosen, model, 2.4) is None  # another question
+    assert routes.routed_centre(accountant(), model, 2.5) is None  # not routed
+    moved = centre * 1.05  # a centre no pilot of the run would find: the run must take it
+    kept = routes._MEASURED[id(model)]
+    routes._MEASURED[id(model)] = (*kept[:2], attrs.evolve(kept[2], centre=moved))
+    result = chosen.calibrate(scheme, strategy, 2.5, DELTA)
+    assert result.candidates == chosen.calibration_sweep.escort_points(moved)
+    routes._MEASURED.clear()
