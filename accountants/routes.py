@@ -455,6 +455,8 @@ def choose_route(
             "proposal 'plain' or 'auto'",
             parameter="proposal",
         )
+    if escort is not None and escort.add_samples is not None and not _fits(escort, max_seconds):
+        escort = None  # its plain add draws are not cut to fit (_fit cuts the escort's samples)
     best = plain if escort is None else escort
     if escort is not None and accountant.proposal == "auto":
         plain = attrs.evolve(plain, seconds=plain_seconds())
@@ -462,6 +464,13 @@ def choose_route(
     if why_not is not None:
         best = attrs.evolve(best, reason=f"{best.reason}, not the escort: {why_not}")
     return _fit(best, delta, candidates, max_seconds)
+
+
+def _fits(route: Route, max_seconds: float | None) -> bool:
+    """Whether ``route``'s estimate is within ``max_seconds`` (always without a limit)."""
+    if max_seconds is None:
+        return True
+    return route.seconds is not None and route.seconds <= max_seconds
 
 
 def _cost(route: Route) -> tuple[float, int]:

@@ -473,20 +473,9 @@ def test_locate_counts_a_support_bound_above_one_as_failing() -> None:
 # -- an escort calibration's add direction on plain draws of its own count ---------------
 
 
-@functools.cache
 def quadrature_add_delta(sigma: float, epsilon: float) -> float:
     """``H(Q||P)`` at ``e^eps`` for :func:`band_model` (warm) at ``sigma``, by quadrature."""
-    scheme = BMinSep(n_steps=BANDS_N, rate=0.25, min_sep=B, warm_start=True)
-    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
-    weights = weights / math.sqrt(2 * math.pi)
-    grid = np.array(list(itertools.product(range(nodes.size), repeat=BANDS_N)))
-    ys, w = sigma * nodes[grid], np.prod(weights[grid], axis=1)
-    matrix = oracles.strategy_matrix(C, BANDS_N)
-    u = np.zeros(len(ys))
-    for x, prob in oracles.b_min_sep_law(BANDS_N, scheme.probability, B, True).items():
-        mean = matrix @ np.asarray(x, dtype=float)
-        u += prob * np.exp((ys @ mean - 0.5 * mean @ mean) / sigma**2)
-    return float(w @ np.maximum(1.0 - math.exp(epsilon) * u, 0.0))
+    return quadrature_both(sigma, epsilon)[1]
 
 
 class _Certain:
@@ -597,3 +586,43 @@ def test_the_add_bound_is_computed_at_walked_entries_only_and_its_label_passes_n
     assert result.proposal is not None and result.proposal.add == "deterministic"
     assert result.index == 1 and result.sigma == 2.2  # 1.8 fails on its own §10 check
     assert 1.6 not in asked and set(asked) == {1.5, 3.0, 2.2, 1.8}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_escort_calibration_with_plain_add_draws_is_sound_end_to_end(seed: int) -> None:
+    """The accountant's escort calibration with the add direction on plain draws of its own
+    (``add_samples``, as the route sets it) below ln(1/pi(empty)) ~ 1.1, where §10 does not
+    settle it: the released sigma's exact delta in both directions (quadrature) is at most
+    delta (the exact sigma is ~1.22, the remove direction binding)."""
+    from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
+
+    scheme = BMinSep(n_steps=BANDS_N, rate=0.25, min_sep=B, warm_start=True)
+    strategy = BandedToeplitz(coefficients=C)
+    accountant = MonteCarloAccountant(
+        samples=20_000, proposal="escort", precision=0.2, add_samples=20_000, seed=seed,
+        run=RunSettings(progress=False),
+    )  # fmt: skip
+    result = accountant.calibrate(scheme, strategy, 0.5, 0.05)
+    assert result.monte_carlo is not None
+    assert result.monte_carlo.proposal is not None
+    assert result.monte_carlo.proposal["add"] == "plain"
+    sigma = float(result.sigma)
+    assert max(quadrature_both(sigma, 0.5)) <= 0.05
+    assert sigma < 1.6  # it walked to near the exact sigma, not a guard
+
+
+@functools.cache
+def quadrature_both(sigma: float, epsilon: float) -> tuple[float, float]:
+    """``(H(P||Q), H(Q||P))`` at ``e^eps`` for :func:`band_model` (warm) at ``sigma``."""
+    scheme = BMinSep(n_steps=BANDS_N, rate=0.25, min_sep=B, warm_start=True)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
+    weights = weights / math.sqrt(2 * math.pi)
+    grid = np.array(list(itertools.product(range(nodes.size), repeat=BANDS_N)))
+    ys, w = sigma * nodes[grid], np.prod(weights[grid], axis=1)
+    matrix = oracles.strategy_matrix(C, BANDS_N)
+    u = np.zeros(len(ys))
+    for x, prob in oracles.b_min_sep_law(BANDS_N, scheme.probability, B, True).items():
+        mean = matrix @ np.asarray(x, dtype=float)
+        u += prob * np.exp((ys @ mean - 0.5 * mean @ mean) / sigma**2)
+    e = math.exp(epsilon)
+    return float(w @ np.maximum(u - e, 0.0)), float(w @ np.maximum(1.0 - e * u, 0.0))

@@ -116,6 +116,10 @@ def test_a_calibration_takes_the_escort_with_plain_add_draws_where_cheaper(
         assert proposal is not None and proposal.add_samples == route.add_samples
     else:
         assert route.proposal == "plain" and route.add_samples is None
+    limited = routes.choose_route(  # plain add draws are not cut to fit a time limit
+        asker, model, "calibrate", numbers, 0.05, 1e-6, lambda: plain_cost, rates(1e-9, 1e-9)
+    )
+    assert limited.proposal == "plain" and limited.add_samples is None
     untimed = routes.choose_route(
         asker, model, "calibrate", numbers, 0.05, None, lambda: plain_cost, lambda: None
     )
