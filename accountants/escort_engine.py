@@ -12,16 +12,14 @@ above its bound is refused (:class:`SupportBoundError`), never clipped.
 The add direction, deterministically first: ``u >= pi(empty)``, so ``delta_add(eps) = 0``
 exactly when ``eps >= ln(1 / pi(empty))`` (docs/rdp-escort.md §5, route ``"exact zero"``);
 below it the Chernoff bound of docs/math.md §10 (route ``"deterministic"``) certifies the add
-direction without a sample wherever it is at most delta (epsilon questions: when its epsilon
-is below every candidate, when plain add draws could not certify delta with the samples given,
-or when a precision-sized run would need more than PLAIN_ADD_LIMIT of them or more than the
-samples given (a route sized them for the escort), the candidates
-being raised to its epsilon; delta questions: where it is at most the remove direction's
-release; calibration: per sweep entry, entries it does not settle failing where plain add
-draws do not fit). Only where it is not
-enough is the add direction verified by plain Monte Carlo on its own draws (route
-``"plain"``). A claim fails only if one direction fails, so the released delta is the larger
-of the two directions' bounds.
+direction without a sample wherever it is at most delta (epsilon questions: when its epsilon is
+below every candidate, when plain add draws could not certify delta with the samples given, or
+when a precision-sized run would need more than PLAIN_ADD_LIMIT of them or more than the
+samples given (a route sized them for the escort), the candidates being raised to its epsilon;
+delta questions: where it is at most the remove direction's release; calibration: per sweep
+entry, entries it does not settle failing where plain add draws do not fit). Only where it is
+not enough is the add direction verified by plain Monte Carlo on its own draws (route
+``"plain"``). A claim fails if one direction fails: the release is the larger direction's bound.
 
 :class:`EscortProposal` is a proposal of :mod:`minsep.framework.montecarlo.proposals`: it
 plans each question on its pilot (order, ``ln Z``, support bound, add-direction route) and the
@@ -140,6 +138,7 @@ class EscortProposal:
             :data:`PLAIN_ADD_LIMIT` draws or more than ``samples``, the bound of docs/math.md
             §10 certifies it instead and may then bind (the candidates are raised to its
             epsilon; the notes give the add bound).
+        add_samples: a calibration's plain add draws (None: ``samples``; routes, §8).
     """
 
     betting = False
@@ -148,6 +147,7 @@ class EscortProposal:
     orders: tuple[int, ...] = attrs.field(default=DEFAULT_ORDERS, converter=tuple)
     max_states: int = moments.DEFAULT_MAX_STATES
     precision: float | None = None
+    add_samples: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.precision is not None:
@@ -407,11 +407,12 @@ class EscortProposal:
         Entries whose bound ``s_i <= delta`` pass without sampling (they form a prefix). Each
         sampled entry has its own draws (``R_lam`` depends on sigma), stage ``escort calibrate
         i``. The add direction: ``"exact zero"``, else per entry the §10 bound, else plain add
-        draws shared by the sweep; entries no route settles fail.
+        draws (``add_samples``, as the walk reaches entries); entries no route settles fail.
         """
         escorts = self.sweep_plan(model, question.sweep, float(question.epsilon))
-        fits = self.plain_add_fits(question.samples, question.delta, 1)
-        return escort_sweep(model, question, escorts, fits)
+        add = question.samples if self.add_samples is None else self.add_samples
+        fits = self.plain_add_fits(add, question.delta, 1)
+        return escort_sweep(model, question, escorts, fits, add)
 
     def pilot_target(self, samples: int, delta: float) -> float:
         """Where the pilot centres a calibration: the remove estimate crosses ``delta**(1 + r)``

@@ -5,15 +5,17 @@ calibrate_sweep`); this plan says, per sweep entry, its observed delta and wheth
 escort draws of ``W / s*`` on the entry's own escort (one order and one scale ``s*`` for the
 whole sweep, so one Fact 4.2 event covers it), or the order-lam bound alone where ``s_i <=
 delta``, and the add direction by route ``"exact zero"``, the §10 bound per entry, plain add
-draws shared by the sweep where they fit, else (route ``"block bound"``) per entry the §10 bound
-or the sampled block bound of docs/math.md §10.1 at that sigma, computed when the walk reaches
-the entry; an entry no route settles fails.
+draws where they fit (:class:`AddDraws`: on their own sample count, drawn a few entries at a
+time as the walk reaches them), else (route ``"block bound"``) per entry the §10 bound or the
+sampled block bound of docs/math.md §10.1 at that sigma, computed when the walk reaches the
+entry; an entry no route settles fails.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -27,7 +29,6 @@ from minsep.accountants.escort_setup import (
 )
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
-from minsep.framework.montecarlo.accumulators import SweepTally
 from minsep.framework.montecarlo.bounds import base_delta, verification_failure
 from minsep.framework.montecarlo.certificates import ProposalInfo
 from minsep.framework.montecarlo.plain import sweep_tally
@@ -35,7 +36,13 @@ from minsep.framework.montecarlo.proposals import SweepQuestion
 from minsep.framework.montecarlo.sampling import EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK
 
-__all__ = ["EscortSweep", "SweepEscorts", "escort_sweep"]
+__all__ = ["ADD_BATCH", "AddDraws", "EscortSweep", "SweepEscorts", "escort_sweep"]
+
+#: Sweep entries whose plain add draws one sampling call evaluates (:class:`AddDraws`): a walk
+#: from its start (two entries above the pilot's centre) to its first failure checks four to
+#: six entries, and every call draws afresh (each entry evaluated costs about 0.6 draws), so
+#: about one call's worth, not the whole sweep.
+ADD_BATCH = 6
 
 
 @attrs.frozen
@@ -72,16 +79,81 @@ class SweepEscorts:
         return setup[0] if setup[0].log_support(epsilon) <= self.log_scale else None
 
 
+@attrs.define
+class AddDraws:
+    """Plain draws of the add direction for an escort sweep's entries, on ``samples`` draws
+    (stage ``calibrate add i``), evaluated only where the walk asks: at entry ``i`` not yet
+    drawn, one sampling call covers ``i`` and the next unsettled entries not yet drawn (at
+    most :data:`ADD_BATCH`).
+
+    Soundness (docs/rdp-escort.md §8, calibration; docs/math.md §7): bad entries for the add
+    direction (true delta above ``tau x_b``) form a suffix of the sweep, and a walk releases
+    one only if it accepted the *first* bad entry at or after its start, a Fact 4.2 event on
+    that entry's own draws whatever the draws of the other entries (as for the escort, whose
+    every entry draws afresh). So drawing the entries in separate calls, each entry's delta
+    being fixed by its own call's draws, leaves the one event per walk, and the entries the
+    walk never reaches need no draw."""
+
+    model: PrivacyLossModel
+    sweep: tuple[float, ...]
+    epsilon: float
+    settled: Callable[[int], bool]
+    samples: int
+    seed: int
+    stream: int
+    config: EngineConfig
+    deltas: dict[int, float] = attrs.field(factory=dict)
+
+    def delta(self, index: int) -> float:
+        """The add direction's ``delta_hat`` at entry ``index`` (drawing its batch if new)."""
+        if index not in self.deltas:
+            batch = [index]
+            for j in range(index + 1, len(self.sweep)):
+                if len(batch) >= ADD_BATCH or j in self.deltas:
+                    break
+                if not self.settled(j):
+                    batch.append(j)
+            tally = sweep_tally(
+                self.model, [self.sweep[j] for j in batch], self.epsilon,
+                samples=self.samples, seed=self.seed, stream=self.stream, config=self.config,
+                description=f"calibrate add {index}", directions=(Direction.ADD,),
+            )  # fmt: skip
+            for k, j in enumerate(batch):
+                self.deltas[j] = tally.delta(k, 0)
+        return self.deltas[index]
+
+
+def _settled(
+    model: PrivacyLossModel,
+    sweep: tuple[float, ...],
+    epsilon: float,
+    delta: float,
+    given: Sequence[bool | None],
+    known: dict[int, bool],
+    index: int,
+) -> bool:
+    """``given[index]``, else whether the §10 bound at ``sweep[index]`` has ``delta_add(eps)
+    <= delta`` (kept in ``known``)."""
+    value = given[index]
+    if value is not None:
+        return value
+    if index not in known:
+        known[index] = add_bound(model, sweep[index]).delta(epsilon) <= delta
+    return known[index]
+
+
 def escort_sweep(
     model: PrivacyLossModel,
     question: SweepQuestion,
     escorts: SweepEscorts,
     add_fits: bool,
+    add_samples: int | None = None,
 ) -> EscortSweep:
     """The plan of an escort sweep whose runnable entries have ``escorts`` (one order, the
     common scale ``ln s* = escorts.log_scale``); ``add_fits``: plain add draws can verify ``delta``
-    (else entries the §10 bound does not settle fail). Plain add draws, when the route needs
-    them, are drawn here (stage ``calibrate add``); escort draws entry by entry in
+    with ``add_samples`` (None: the question's samples; else entries the §10 bound does not
+    settle fail). Plain add draws, when the route needs them, are drawn as the walk reaches
+    the entries (:class:`AddDraws`); escort draws entry by entry in
     :meth:`EscortSweep.check`."""
     sweep, eps, delta = question.sweep, float(question.epsilon), question.delta
     samples, seed, stream = question.samples, question.seed, question.stream
@@ -91,23 +163,27 @@ def escort_sweep(
     walks = question.walks  # claims sharing the failure budget (docs/math.md §7)
     x_b = escort_base_delta(samples, min(delta / scale, 0.5), delta, scale, candidates=walks)
     handled = "exact zero" if eps >= add_threshold(model) else "plain"
-    settled = [handled == "exact zero"] * len(sweep)
+    # §10 per entry when the walk reaches it (None: not computed yet); the label alone is read
+    # at the smallest sigma (where it is loosest): an entry §10 does not settle under
+    # "deterministic" is checked by §10 again and fails (EscortSweep.check), so the label
+    # moves only the cost, never what passes
+    settled: list[bool | None] = [True if handled == "exact zero" else None] * len(sweep)
     if handled == "plain":
-        settled = [add_bound(model, s).delta(eps) <= delta for s in sweep]
-        if all(settled):
+        settled[-1] = add_bound(model, sweep[-1]).delta(eps) <= delta
+        if settled[-1]:
             handled = "deterministic"
         elif not add_fits:
             handled = "block bound"  # per entry when walked: §10, else §10.1, else it fails
-    add_tally = None
+    add_draws = None
     add_base = math.nan
     failure = verification_failure(samples, x_b, candidates=walks)
+    known: dict[int, bool] = {}
     if handled == "plain":
-        add_base = base_delta(samples, delta, candidates=walks)
-        add_tally = sweep_tally(
-            model, sweep, eps, samples=samples, seed=seed, stream=stream, config=config,
-            description="calibrate add", directions=(Direction.ADD,),
-        )  # fmt: skip
-        failure = max(failure, verification_failure(samples, add_base, candidates=walks))
+        m_add = samples if add_samples is None else int(add_samples)
+        add_base = base_delta(m_add, delta, candidates=walks)
+        lazy = functools.partial(_settled, model, tuple(sweep), eps, float(delta), settled, known)
+        add_draws = AddDraws(model, tuple(sweep), eps, lazy, m_add, seed, stream, config)
+        failure = max(failure, verification_failure(m_add, add_base, candidates=walks))
     return EscortSweep(
         model=model,
         sweep=sweep,
@@ -116,7 +192,8 @@ def escort_sweep(
         escorts=escorts,
         x_b=x_b,
         settled=tuple(settled),
-        add_tally=add_tally,
+        known=known,
+        add_draws=add_draws,
         add_base=add_base,
         samples=samples,
         seed=seed,
@@ -138,8 +215,8 @@ class EscortSweep:
     delta: float
     escorts: SweepEscorts
     x_b: float
-    settled: tuple[bool, ...]
-    add_tally: SweepTally | None
+    settled: tuple[bool | None, ...]
+    add_draws: AddDraws | None
     add_base: float
     samples: int
     seed: int
@@ -148,6 +225,13 @@ class EscortSweep:
     base_delta: float
     failure_probability: float
     info: ProposalInfo
+    known: dict[int, bool] = attrs.field(factory=dict)
+
+    def is_settled(self, index: int) -> bool:
+        """Whether the §10 bound settles entry ``index`` (computed once, when first asked)."""
+        return _settled(
+            self.model, self.sweep, self.epsilon, self.delta, self.settled, self.known, index
+        )
 
     def check(self, index: int) -> tuple[float, bool]:
         """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
@@ -172,11 +256,13 @@ class EscortSweep:
             observed, passed = mean * sampler.support, mean <= self.x_b
         else:
             observed = math.exp(setup.log_support(eps))
-        if self.add_tally is not None and not self.settled[index]:
-            add_mean = self.add_tally.delta(index, 0)
+        settled = self.is_settled(index) if passed else True  # a failing entry fails anyway
+        if self.add_draws is not None and not settled:
+            # (drawn only where the remove direction passed: a failing entry fails either way)
+            add_mean = self.add_draws.delta(index)
             observed = max(observed, add_mean)
             passed = passed and add_mean <= self.add_base
-        elif not self.settled[index] and passed:  # no plain add draws: §10 and §10.1
+        elif not settled:  # no plain add draws: §10 and §10.1
             # (skipped where the remove direction already failed: the entry fails either way,
             # and the §10.1 block bound is the costliest check of an entry)
             add_delta = self._bounded_add_delta(index)

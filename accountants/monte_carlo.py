@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from minsep.accountants import monte_carlo_plan as planning
+from minsep.accountants import routes
 from minsep.accountants.escort_engine import EscortProposal
 from minsep.accountants.monte_carlo_notes import (
     calibration_notes,
@@ -38,7 +39,7 @@ from minsep.accountants.monte_carlo_notes import (
 from minsep.accountants.monte_carlo_proposal import Asked, Chosen, choose_proposal
 from minsep.accountants.monte_carlo_run import RunSettings, as_run_settings, shared_loss_model
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep, as_sweep
-from minsep.accountants.routes import CANDIDATES, ESCORT_PILOT, EscortPlanner, Route, choose_route
+from minsep.accountants.routes import CANDIDATES, EscortPlanner, Route, choose_route
 from minsep.framework import validation as v
 from minsep.framework.backend import get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -70,17 +71,9 @@ from minsep.framework.montecarlo.sampling import MAX_SAMPLES
 from minsep.framework.montecarlo.warmup import start_workers
 from minsep.framework.option_groups import GROUP
 from minsep.framework.registries import accountants
-from minsep.framework.results import (
-    CalibrationResult,
-    CurveResult,
-    DeltaResult,
-    EpsilonResult,
-)
+from minsep.framework.results import CalibrationResult, CurveResult, DeltaResult, EpsilonResult
 
 __all__ = ["CalibrationSweep", "MonteCarloAccountant", "RunSettings"]
-
-#: The escort's pilot when its verification is sized by precision (:data:`.routes.ESCORT_PILOT`).
-_ESCORT_PILOT = ESCORT_PILOT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,6 +116,8 @@ class MonteCarloAccountant(Accountant):
             draws would cost more (:class:`~minsep.accountants.escort_engine.EscortProposal`),
             and a calibration may coarsen its sweep (:attr:`calibration_sweep`).
         routed: the route chooser's reason when :meth:`route` fixed ``proposal``, or None.
+        add_samples: a calibration's plain add draws per sweep entry when the route sized
+            ``samples`` for the escort's remove direction (None: ``samples``).
         sweep: Algorithm 5's sweep and the pilot's sigma range (:class:`CalibrationSweep`).
         run: how the draws run (:class:`RunSettings`: backend, chunk size, memory budget,
             workers, executor, scheduler, checkpoint, progress, time limit). Both accept a
@@ -167,6 +162,9 @@ class MonteCarloAccountant(Accountant):
         validator=v.choice(EpsilonBound),
     )
     routed: str | None = None
+    add_samples: int | None = attrs.field(
+        default=None, converter=v.plain_number, validator=v.optional(v.integer(low=100))
+    )
     sweep: CalibrationSweep = attrs.field(
         factory=CalibrationSweep,
         converter=as_sweep,
@@ -329,12 +327,14 @@ class MonteCarloAccountant(Accountant):
         plain_m = samples_for_precision(delta, precision, candidates=CANDIDATES[question])
         sigma = float(numbers.get("sigma", 1.0))
 
-        def plain_seconds() -> float | None:
+        @functools.cache
+        def plain_plan() -> RunPlan:  # measured once: its rates also time plain add draws
             plain = attrs.evolve(self, samples=plain_m, precision=precision)
-            return plain.plan(scheme, strategy, question, sigma).estimated_seconds
+            return plain.plan(scheme, strategy, question, sigma)
 
         asker = attrs.evolve(self, precision=precision)  # the calibration sweep that will run
-        route = choose_route(asker, model, question, numbers, precision, max_seconds, plain_seconds)
+        timed = (lambda: plain_plan().estimated_seconds), plain_plan
+        route = choose_route(asker, model, question, numbers, precision, max_seconds, *timed)
         if route.refused:
             return self, route
         chosen = attrs.evolve(
@@ -343,6 +343,7 @@ class MonteCarloAccountant(Accountant):
             proposal=route.proposal,
             precision=route.precision,
             routed=route.reason,
+            add_samples=route.add_samples,
         )
         return chosen, route
 
@@ -368,14 +369,14 @@ class MonteCarloAccountant(Accountant):
     ) -> Chosen:
         """The escort proposal (or None: plain) for a question, and a note saying why."""
         kind, routed = ProposalKind(self.proposal), self.routed
-        asked = Asked(kind, self.samples, self.precision, routed, model, sigma, delta, epsilon)
-        return choose_proposal(asked)
+        numbers = (model, sigma, delta, epsilon, self.add_samples)
+        return choose_proposal(Asked(kind, self.samples, self.precision, routed, *numbers))
 
     def _pilot_for(self, proposal: EscortProposal | None) -> int:
         """Pilot samples: the escort's pilot is capped at 10,000 when sized by precision."""
         if proposal is None or self.precision is None or self.pilot_samples is not None:
             return self._pilot()
-        return min(self._pilot(), _ESCORT_PILOT)
+        return min(self._pilot(), routes.ESCORT_PILOT)
 
     # -- questions ------------------------------------------------------------------------
 
@@ -494,7 +495,7 @@ class MonteCarloAccountant(Accountant):
         size = self._pilot_for(proposal)  # an escort sized by precision: capped
         pilot: dict[str, Any] = {"samples": size, "seed": seed, "config": config}
         grid = self.calibration_sweep
-        centre = None
+        centre = None if proposal is None else routes.routed_centre(self, model, float(epsilon))
         if proposal is not None and self.proposal == "auto":
             centre, failure = grid.escort_centre(
                 proposal, model, epsilon, delta, self.samples, **pilot

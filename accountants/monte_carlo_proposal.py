@@ -29,7 +29,7 @@ Chosen = tuple[EscortProposal | None, tuple[str, ...]]
 class Asked:
     """A question's inputs to the choice: the accountant's ``proposal``, ``samples``,
     ``precision`` and ``routed`` reason, the model and the question's numbers (``sigma`` None
-    for a calibration, ``delta`` None for a delta question)."""
+    for a calibration, ``delta`` None for a delta question), and the route's ``add_samples``."""
 
     kind: ProposalKind
     samples: int
@@ -39,10 +39,12 @@ class Asked:
     sigma: float | None
     delta: float | None
     epsilon: float
+    add_samples: int | None = None
 
     def escort(self) -> EscortProposal:
-        """The escort proposal, sized by ``precision`` when it is set."""
-        return EscortProposal(precision=self.precision)
+        """The escort proposal, sized by ``precision`` when it is set, with the route's plain
+        add draws of a calibration (``add_samples``, None: ``samples``)."""
+        return EscortProposal(precision=self.precision, add_samples=self.add_samples)
 
 
 def _plain(asked: Asked) -> Chosen:
@@ -59,7 +61,14 @@ def _escort(asked: Asked) -> Chosen:
             parameter="proposal",
         )
     if asked.routed is not None:
-        return asked.escort(), (f"proposal: escort (route): {asked.routed}.",)
+        notes: tuple[str, ...] = (f"proposal: escort (route): {asked.routed}.",)
+        if asked.add_samples is not None:
+            notes += (
+                f"the {asked.samples:,} samples serve the escort's remove direction; the add "
+                f"direction, where no bound settles it, is verified on {asked.add_samples:,} "
+                "plain draws of its own per walked sweep entry (docs/rdp-escort.md §8).",
+            )
+        return asked.escort(), notes
     return asked.escort(), ("proposal: escort (requested).",)
 
 

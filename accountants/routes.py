@@ -16,9 +16,13 @@ precision ``r`` (docs/math.md §7.3: base delta ``delta**(1 + r)``) the two need
 and the add direction needs no sampling at and above ``ln(1 / pi(empty))`` (exactly 0) or
 where the deterministic bound of docs/math.md §10 suffices (route ``"deterministic"``: its
 delta at the answer's epsilon is at most the target delta, or for an epsilon question its
-epsilon at delta is within the precision of the escort's estimate); elsewhere it would be
-verified by plain sampling on the same ``m`` (:func:`add_needs_sampling`), so the escort then
-saves nothing.
+epsilon at delta is within the precision of the escort's estimate); elsewhere it is verified
+by plain sampling (:func:`add_needs_sampling`). For an epsilon question the escort then saves
+nothing. A calibration may still take it: the remove direction by the escort (or its order-lam
+bound alone, ``s_i <= delta``) and the add direction by ``m_plain`` plain draws per walked
+entry (``Route.add_samples``, drawn a few entries at a time:
+:class:`~.escort_sweep.AddDraws`), half the directions of plain sampling and fewer sigmas,
+where the estimate (escort parts plus the plain engine's rates for those add draws) is lower.
 :func:`choose_route` estimates ``s`` from a small escort pilot (the estimate's epsilon, or the
 sigma the escort's pilot centres a calibration sweep on), times both routes with their own
 engines' rates (:func:`~minsep.accountants.escort_engine.measure_escort_seconds` for the
@@ -30,6 +34,7 @@ verification draw, so it never touches the guarantee, only the cost and the tigh
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -37,7 +42,6 @@ from typing import Protocol
 
 import attrs
 
-from minsep.accountants.escort_add import chosen_add_bound
 from minsep.accountants.escort_engine import (
     CHUNK_ELEMENTS,
     DEFAULT_ORDERS,
@@ -52,6 +56,12 @@ from minsep.accountants.escort_precision import precision_samples
 from minsep.accountants.escort_sampling import BATCH_BYTES
 from minsep.accountants.monte_carlo_run import RunSettings
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep
+from minsep.accountants.route_add import (
+    WALKED_ENTRIES,
+    add_needs_sampling,
+    calibration_add,
+    plain_add_seconds,
+)
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo import EngineConfig, RunPlan
@@ -70,6 +80,7 @@ __all__ = [
     "auto_proposal",
     "choose_route",
     "escort_samples",
+    "routed_centre",
 ]
 
 #: Claims verified per question (the union bound of docs/math.md §7).
@@ -81,11 +92,6 @@ ROUTE_PILOT = 1_000
 ESCORT_PILOT = 10_000
 #: The fewest escort samples a time limit may cut a run to, as a fraction of those planned.
 _LOOSEST_FRACTION = 0.25
-#: Sweep entries an escort calibration typically verifies: from its start (two entries above
-#: the pilot's centre, :meth:`~.monte_carlo_sweep.CalibrationSweep.walk_start`, the centre
-#: being where the estimate crosses the planned base delta) to the first failure just below
-#: the centre.
-WALKED_ENTRIES = 4
 #: The costs the route last measured for a calibration (model id: the model, epsilon and the
 #: costs), so that the plan line that follows reports the same estimate.
 _MEASURED: dict[int, tuple[object, float, EscortCosts]] = {}
@@ -99,7 +105,8 @@ class EscortCosts:
     (:func:`~.escort_engine.measure_escort_seconds`); for a calibration, what the route's own
     pilot work took: ``locate`` (its locating pilot: each step's ``ln Z`` passes and
     :data:`ROUTE_PILOT` draws), ``plan`` (the sweep plan: every order's pass at the sweep's
-    smallest sigma) and ``add`` (the add direction's bounds at one sigma, paid per entry)."""
+    smallest sigma) and ``add`` (the add direction's bounds at one sigma, paid per entry);
+    ``centre``: the sigma its locating pilot found (:func:`routed_centre`)."""
 
     order: int
     fixed: float
@@ -107,6 +114,7 @@ class EscortCosts:
     locate: float = 0.0
     plan: float = 0.0
     add: float = 0.0
+    centre: float | None = None
 
 
 class Asker(Protocol):
@@ -124,6 +132,8 @@ class Asker(Protocol):
     def proposal(self) -> str: ...
     @property
     def routed(self) -> str | None: ...
+    @property
+    def add_samples(self) -> int | None: ...
     @property
     def sweep(self) -> CalibrationSweep: ...
     @property
@@ -143,7 +153,8 @@ class Route:
     """A chosen route: ``proposal`` (``"plain"`` or ``"escort"``), ``samples`` per direction,
     the ``precision`` they plan for, the estimated ``seconds`` (None when not timed) and the
     one-line ``reason``; ``refused`` when no route fits the time limit (``reason`` says
-    what it would need)."""
+    what it would need); ``add_samples``: an escort calibration's plain add draws (None:
+    none, or ``samples``)."""
 
     proposal: str
     samples: int
@@ -151,35 +162,7 @@ class Route:
     seconds: float | None
     reason: str
     refused: bool = False
-
-
-def add_needs_sampling(
-    model: PrivacyLossModel,
-    epsilon: float,
-    sigma: float | None = None,
-    delta: float | None = None,
-    slack: float | None = None,
-    seed: int = 0,
-) -> bool:
-    """Whether the add direction at ``epsilon`` is verified by plain sampling in an escort run.
-
-    Not at or above ``ln(1 / pi(empty))`` (exactly 0, docs/rdp-escort.md §8), nor, at a known
-    ``sigma`` and ``delta``, where the bound the run would use suffices (the deterministic one
-    of docs/math.md §10, else the sampled block bound of §10.1 from ``seed``,
-    :func:`~minsep.accountants.escort_add.chosen_add_bound`): its
-    delta at ``epsilon`` is at most ``delta``, or its epsilon at ``delta`` is at most
-    ``epsilon * (1 + slack)`` (an epsilon question releases the larger of the two directions'
-    epsilons, so the bound then costs at most the ``slack`` fraction).
-    """
-    eps = float(epsilon)
-    if eps >= add_threshold(model):
-        return False
-    if sigma is None or delta is None:
-        return True
-    _, bound = chosen_add_bound(model, float(sigma), float(delta), seed, eps)
-    if bound.delta(eps) <= float(delta):
-        return False
-    return slack is None or not bound.epsilon(float(delta)) <= eps * (1.0 + slack)
+    add_samples: int | None = None
 
 
 def auto_proposal(
@@ -383,6 +366,20 @@ def measured_costs(model: PrivacyLossModel, epsilon: float) -> EscortCosts | Non
     return kept[2]
 
 
+def routed_centre(accountant: Asker, model: PrivacyLossModel, epsilon: float) -> float | None:
+    """Where an escort calibration that :func:`choose_route` routed centres its sweep: the
+    sigma the route's own locating pilot found for this model and epsilon (stream 0 of seed
+    + 1, :data:`ROUTE_PILOT` escort draws per bisection step, the run's pilot target and
+    range), so the run does not repeat that pilot (at n = 1024, 8 bands, precision 0.01 it
+    was a fifth of the calibration) and its sweep plan finds the same forward passes cached.
+    None when the accountant was not routed or the route measured another question. A
+    planning rule: the centre is fixed before any verification draw (docs/math.md §7)."""
+    if accountant.routed is None:
+        return None
+    costs = measured_costs(model, float(epsilon))
+    return None if costs is None else costs.centre
+
+
 def choose_route(
     accountant: Asker,
     model: PrivacyLossModel,
@@ -391,11 +388,14 @@ def choose_route(
     precision: float,
     max_seconds: float | None,
     plain_seconds: Callable[[], float | None],
+    plain_plan: Callable[[], RunPlan | None] | None = None,
 ) -> Route:
     """The cheaper sound route for ``question`` (``"epsilon"`` or ``"calibrate"``) at
     ``precision`` (module docstring). ``plain_seconds`` gives the plain engine's estimate for
     ``m_plain`` samples (None when not timed), asked only when the escort is an option; the
-    escort is timed here with its own rate.
+    escort is timed here with its own rate, and a calibration's plain add draws with the rates
+    of ``plain_plan`` (the plain engine's measured plan; None: not timed, so the escort is not
+    preferred).
     """
     delta = float(numbers["delta"])
     candidates = CANDIDATES[question]
@@ -407,7 +407,7 @@ def choose_route(
         why_not = "proposal 'plain' was asked for"
     else:
         why_not = EscortProposal().unavailable(model)
-    if why_not is None:
+    if why_not is None and question != "calibrate":  # a calibration may draw its add plainly
         why_not = _add_first(accountant, model, question, numbers, precision)
     if why_not is None:
         try:
@@ -418,10 +418,14 @@ def choose_route(
         except (ConfigurationError, CalibrationError) as exc:
             why_not = f"the escort cannot run here ({exc})"
         else:
-            slack = None if question == "calibrate" else precision
             seed = _route_seed(accountant)
             began = time.process_time()
-            needs_add = add_needs_sampling(model, epsilon, sigma, delta, slack, seed)
+            if question == "calibrate":  # the add direction by a bound or plain draws
+                plan = calibration_add(model, (epsilon, sigma, delta), precision, seed, plain_plan)
+                needs_add, add_m, extra = False, plan.samples, plan.seconds
+            else:
+                needs_add = add_needs_sampling(model, epsilon, sigma, delta, precision, seed)
+                add_m, extra = None, 0.0
             costs = attrs.evolve(costs, add=time.process_time() - began)
             if needs_add:
                 why_not = _add_reason(model, epsilon, sigma)
@@ -431,10 +435,15 @@ def choose_route(
                     add = "bounded (§10, §10.1)"
                 m = escort_samples(delta, log_s, precision, candidates)
                 pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
-                seconds = _escort_seconds(accountant, model, question, m, pilot, costs)
+                seconds: float | None = _escort_seconds(
+                    accountant, model, question, m, pilot, costs
+                )
+                if add_m is not None:  # timed by the plain engine's rates
+                    add = f"by plain draws, {add_m:,} per walked entry"
+                    seconds = None if seconds is None or extra is None else seconds + extra
                 if question == "calibrate":
                     _MEASURED.clear()
-                    _MEASURED[id(model)] = (model, epsilon, costs)
+                    _MEASURED[id(model)] = (model, epsilon, attrs.evolve(costs, centre=sigma))
                 escort = Route(
                     "escort",
                     m,
@@ -443,6 +452,7 @@ def choose_route(
                     f"escort (support bound s = {math.exp(log_s):.3g} = "
                     f"{math.exp(log_s) / delta:.3g} x delta at sigma {sigma:.4g}, epsilon "
                     f"{epsilon:.4g}; add direction {add})",
+                    add_samples=add_m,
                 )
     if accountant.proposal == "escort" and escort is None:
         raise ConfigurationError(
@@ -450,6 +460,8 @@ def choose_route(
             "proposal 'plain' or 'auto'",
             parameter="proposal",
         )
+    if escort is not None and escort.add_samples is not None and not _fits(escort, max_seconds):
+        escort = None  # its plain add draws are not cut to fit (_fit cuts the escort's samples)
     best = plain if escort is None else escort
     if escort is not None and accountant.proposal == "auto":
         plain = attrs.evolve(plain, seconds=plain_seconds())
@@ -457,6 +469,13 @@ def choose_route(
     if why_not is not None:
         best = attrs.evolve(best, reason=f"{best.reason}, not the escort: {why_not}")
     return _fit(best, delta, candidates, max_seconds)
+
+
+def _fits(route: Route, max_seconds: float | None) -> bool:
+    """Whether ``route``'s estimate is within ``max_seconds`` (always without a limit)."""
+    if max_seconds is None:
+        return True
+    return route.seconds is not None and route.seconds <= max_seconds
 
 
 def _cost(route: Route) -> tuple[float, int]:
@@ -529,6 +548,16 @@ def escort_plan(
     )
     if question == "calibrate":
         text += f"; a calibration verifies about {WALKED_ENTRIES} sweep entries"
+    if question == "calibrate" and accountant.add_samples is not None:  # routed plain add draws
+        measured = functools.partial(accountant._plan, model, question, sigma, measure=True)
+        add_seconds = plain_add_seconds(measured, accountant.add_samples)
+        if add_seconds is not None:
+            seconds += add_seconds
+            text += (
+                f"; plus the add direction by plain draws ({accountant.add_samples:,} per "
+                f"walked entry), {format_seconds(add_seconds)}"
+            )
+        return text + ")", seconds
     threshold = add_threshold(model)
     routed = accountant.routed is not None  # the route found the add direction needs no draw
     if not routed and (question == "epsilon" or add_needs_sampling(model, epsilon)):

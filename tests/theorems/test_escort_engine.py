@@ -468,3 +468,161 @@ def test_locate_counts_a_support_bound_above_one_as_failing() -> None:
         proposal=proposal,
     )  # fmt: skip
     assert 0.05 < centre < 8.0
+
+
+# -- an escort calibration's add direction on plain draws of its own count ---------------
+
+
+def quadrature_add_delta(sigma: float, epsilon: float) -> float:
+    """``H(Q||P)`` at ``e^eps`` for :func:`band_model` (warm) at ``sigma``, by quadrature."""
+    return quadrature_both(sigma, epsilon)[1]
+
+
+class _Certain:
+    """An escort whose support bound is below every delta: the remove direction passes every
+    entry without a draw, so the add direction alone decides the walk."""
+
+    order = 2
+
+    def log_support(self, epsilon: float) -> float:
+        return -50.0
+
+
+ADD_SWEEP = (1.5, 1.3, 1.2, 1.1, 1.0, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6)
+
+
+def add_only_calibration(monkeypatch: pytest.MonkeyPatch, seed: int, start: int) -> object:
+    from minsep.accountants import escort_sweep
+
+    class Vacuous:  # the §10 bound settles nothing: plain add draws decide every entry
+        def __init__(self, model: object, sigma: float) -> None:
+            pass
+
+        def delta(self, eps: float) -> float:
+            return 1.0
+
+    monkeypatch.setattr(escort_sweep, "add_bound", Vacuous)
+    monkeypatch.setattr(escort_sweep.SweepEscorts, "setup", lambda self, i, eps: _Certain())
+    return calibrate_sweep(
+        band_model(True),
+        ADD_SWEEP,
+        0.5,
+        0.05,
+        samples=100,  # the escort's (unused: its bound certifies); the add draws are their own
+        seed=seed,
+        config=QUIET,
+        proposal=EscortProposal(add_samples=20_000),
+        start=start,
+    )
+
+
+@pytest.mark.parametrize(("seed", "start"), [(0, 0), (1, 3), (2, 6), (3, 9)])
+def test_plain_add_draws_never_release_a_sigma_below_the_exact_one(
+    monkeypatch: pytest.MonkeyPatch, seed: int, start: int
+) -> None:
+    """docs/rdp-escort.md §8 (routes): the add direction verified on ``add_samples`` plain
+    draws of its own, drawn a few entries at a time (AddDraws), from the top and from inside
+    the sweep (two walks): the released sigma's exact add delta (quadrature) is at most delta,
+    and the walk does stop (the exact answer lies inside the sweep: ~0.9)."""
+    result = add_only_calibration(monkeypatch, seed, start)
+    assert result.proposal is not None and result.proposal.add == "plain"
+    assert quadrature_add_delta(result.sigma, 0.5) <= 0.05
+    assert result.index < len(ADD_SWEEP) - 1
+    assert quadrature_add_delta(ADD_SWEEP[-1], 0.5) > 0.05
+
+
+def test_the_add_only_calibration_test_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the add draws ignored (every entry's delta read as 0) the same walk releases the
+    sweep's last sigma, whose exact add delta is above delta: the test above discriminates."""
+    from minsep.accountants import escort_sweep
+
+    monkeypatch.setattr(escort_sweep.AddDraws, "delta", lambda self, index: 0.0)
+    result = add_only_calibration(monkeypatch, 0, 0)
+    assert result.sigma == ADD_SWEEP[-1]
+    assert quadrature_add_delta(result.sigma, 0.5) > 0.05
+
+
+def test_add_draws_in_batches_equal_the_shared_draws_of_the_whole_sweep() -> None:
+    """Drawing the add direction a few entries at a time on the same seed and stream gives
+    each entry the delta the whole sweep's shared draws give it (the same transcripts)."""
+    from minsep.accountants.escort_sweep import AddDraws
+    from minsep.framework.montecarlo.plain import sweep_tally
+
+    model, eps = band_model(True), 0.5
+    shared = sweep_tally(
+        model, ADD_SWEEP, eps, samples=5_000, seed=4, stream=1, config=QUIET,
+        description="shared", directions=(Direction.ADD,),
+    )  # fmt: skip
+    draws = AddDraws(model, ADD_SWEEP, eps, lambda j: False, 5_000, 4, 1, QUIET)
+    for index in (5, 0, 10, 3, 6):
+        assert draws.delta(index) == shared.delta(index, 0)
+
+
+def test_the_add_bound_is_computed_at_walked_entries_only_and_its_label_passes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§10 per sweep entry is computed when the walk reaches the entry; the route's label
+    ("deterministic": §10 settles the smallest sigma) is read at one entry only, so with a
+    bound that is (artificially) vacuous at 1.8 alone the walk still fails there instead of
+    passing it unchecked."""
+    from minsep.accountants import escort_sweep
+
+    real, asked = escort_sweep.add_bound, []
+
+    class Holed:  # the true bound, vacuous at sigma 1.8 only
+        def __init__(self, model: BMinSepLossModel, sigma: float) -> None:
+            self.bound, self.sigma = real(model, sigma), sigma
+            asked.append(sigma)
+
+        def delta(self, eps: float) -> float:
+            return 1.0 if self.sigma == 1.8 else self.bound.delta(eps)
+
+    monkeypatch.setattr(escort_sweep, "add_bound", Holed)
+    sweep = (3.0, 2.2, 1.8, 1.6, 1.5)
+    result = calibrate_sweep(
+        dp_sgd(), sweep, 2.0, 1e-8, samples=20_000, seed=0, config=QUIET,
+        proposal=EscortProposal(precision=0.05),
+    )  # fmt: skip
+    assert result.proposal is not None and result.proposal.add == "deterministic"
+    assert result.index == 1 and result.sigma == 2.2  # 1.8 fails on its own §10 check
+    assert 1.6 not in asked and set(asked) == {1.5, 3.0, 2.2, 1.8}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_escort_calibration_with_plain_add_draws_is_sound_end_to_end(seed: int) -> None:
+    """The accountant's escort calibration with the add direction on plain draws of its own
+    (``add_samples``, as the route sets it) below ln(1/pi(empty)) ~ 1.1, where §10 does not
+    settle it: the released sigma's exact delta in both directions (quadrature) is at most
+    delta (the exact sigma is ~1.22, the remove direction binding)."""
+    from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
+
+    scheme = BMinSep(n_steps=BANDS_N, rate=0.25, min_sep=B, warm_start=True)
+    strategy = BandedToeplitz(coefficients=C)
+    accountant = MonteCarloAccountant(
+        samples=20_000, proposal="escort", precision=0.2, add_samples=20_000, seed=seed,
+        run=RunSettings(progress=False),
+    )  # fmt: skip
+    result = accountant.calibrate(scheme, strategy, 0.5, 0.05)
+    assert result.monte_carlo is not None
+    assert result.monte_carlo.proposal is not None
+    assert result.monte_carlo.proposal["add"] == "plain"
+    sigma = float(result.sigma)
+    assert max(quadrature_both(sigma, 0.5)) <= 0.05
+    assert sigma < 1.6  # it walked to near the exact sigma, not a guard
+
+
+@functools.cache
+def quadrature_both(sigma: float, epsilon: float) -> tuple[float, float]:
+    """``(H(P||Q), H(Q||P))`` at ``e^eps`` for :func:`band_model` (warm) at ``sigma``."""
+    scheme = BMinSep(n_steps=BANDS_N, rate=0.25, min_sep=B, warm_start=True)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)
+    weights = weights / math.sqrt(2 * math.pi)
+    grid = np.array(list(itertools.product(range(nodes.size), repeat=BANDS_N)))
+    ys, w = sigma * nodes[grid], np.prod(weights[grid], axis=1)
+    matrix = oracles.strategy_matrix(C, BANDS_N)
+    u = np.zeros(len(ys))
+    for x, prob in oracles.b_min_sep_law(BANDS_N, scheme.probability, B, True).items():
+        mean = matrix @ np.asarray(x, dtype=float)
+        u += prob * np.exp((ys @ mean - 0.5 * mean @ mean) / sigma**2)
+    e = math.exp(epsilon)
+    return float(w @ np.maximum(u - e, 0.0)), float(w @ np.maximum(1.0 - e * u, 0.0))

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 
 import attrs
 import pytest
 
-from minsep.accountants import escort_engine, escort_sampling, routes
+from minsep.accountants import escort_engine, escort_sampling, route_add, routes
 from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
 from minsep.accountants.escort_law import ChainEscortLaw
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.accountants.routes import ESCORT_MARGIN, escort_samples
 from minsep.framework.cli.main import main
+from minsep.framework.montecarlo import RunPlan
 from minsep.framework.montecarlo.bounds import min_samples
 from minsep.framework.montecarlo.precision import samples_for_precision
 from minsep.schemes.b_min_sep import BMinSep
@@ -66,22 +68,66 @@ def test_auto_takes_the_escort_where_it_is_cheaper() -> None:
     assert "support bound" in route.reason
 
 
-def test_plain_is_kept_where_the_add_direction_needs_sampling(
+class Loose:  # a §10 (and §10.1) bound that never suffices
+    def delta(self, epsilon: float) -> float:
+        return 1.0
+
+    def epsilon(self, delta: float) -> float:
+        return math.inf
+
+
+def loosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(route_add, "chosen_add_bound", lambda *args: ("deterministic", Loose()))
+    monkeypatch.setattr(route_add, "add_bound", lambda *args: Loose())
+
+
+def rates(draw: float, evaluate: float) -> Callable[[], RunPlan]:
+    return lambda: RunPlan("calibrate", (), 1000, 1, 1, draw_seconds=draw, eval_seconds=evaluate)
+
+
+def test_plain_is_kept_for_an_epsilon_question_whose_add_direction_needs_sampling(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    class Loose:  # a §10 bound that never suffices
-        def delta(self, epsilon: float) -> float:
-            return 1.0
-
-        def epsilon(self, delta: float) -> float:
-            return math.inf
-
-    monkeypatch.setattr(routes, "chosen_add_bound", lambda *args: ("deterministic", Loose()))
+    loosen(monkeypatch)
     scheme, strategy = pair()
-    numbers = {"epsilon": 0.5, "delta": DELTA}  # below ln(1/pi(empty)) ~ 1
-    _, route = accountant().route(scheme, strategy, "calibrate", numbers, 0.05)
+    numbers = {"sigma": 3.0, "delta": DELTA}  # epsilon ~0.3 < ln(1/pi(empty)) ~ 1
+    _, route = accountant().route(scheme, strategy, "epsilon", numbers, 0.05)
     assert route.proposal == "plain" and "add direction needs plain sampling" in route.reason
-    assert route.samples == samples_for_precision(DELTA, 0.05)
+    assert route.add_samples is None
+
+
+@pytest.mark.parametrize("plain_cost", [1e-6, 1e9])
+def test_a_calibration_takes_the_escort_with_plain_add_draws_where_cheaper(
+    monkeypatch: pytest.MonkeyPatch, plain_cost: float
+) -> None:
+    """The remove direction by the escort and the add direction by plain draws (plain
+    sampling's count for one claim, timed at the plain engine's rates) where that estimate is
+    below plain sampling's both ways, else plain."""
+    loosen(monkeypatch)
+    scheme, strategy = pair()
+    model = scheme.loss_model(strategy)
+    numbers = {"epsilon": 0.5, "delta": DELTA}  # below ln(1/pi(empty)) ~ 1
+    asker = attrs.evolve(accountant(), precision=0.05)
+    route = routes.choose_route(
+        asker, model, "calibrate", numbers, 0.05, None, lambda: plain_cost, rates(1e-9, 1e-9)
+    )
+    if plain_cost > 1:
+        assert route.proposal == "escort" and "add direction by plain draws" in route.reason
+        assert route.add_samples == samples_for_precision(DELTA, 0.05)
+        assert route.seconds is not None and route.seconds < plain_cost
+        chosen = attrs.evolve(asker, proposal="escort", add_samples=route.add_samples)
+        proposal, _ = chosen._proposal(model, None, DELTA, 0.5)
+        assert proposal is not None and proposal.add_samples == route.add_samples
+    else:
+        assert route.proposal == "plain" and route.add_samples is None
+    limited = routes.choose_route(  # plain add draws are not cut to fit a time limit
+        asker, model, "calibrate", numbers, 0.05, 1e-6, lambda: plain_cost, rates(1e-9, 1e-9)
+    )
+    assert limited.proposal == "plain" and limited.add_samples is None
+    untimed = routes.choose_route(
+        asker, model, "calibrate", numbers, 0.05, None, lambda: plain_cost, lambda: None
+    )
+    assert untimed.proposal == "plain"  # plain add draws not timed: the escort is not preferred
 
 
 def test_the_deterministic_add_bound_spares_the_add_samples(
@@ -169,4 +215,24 @@ def test_the_plan_line_of_a_calibration_reuses_the_routes_costs() -> None:
     pilot = min(asker._pilot(), routes.ESCORT_PILOT)
     assert seconds == routes._escort_seconds(asker, model, "calibrate", 4000, pilot, costs)
     assert "order 5" in text
+    routes._MEASURED.clear()
+
+
+def test_a_routed_calibration_is_centred_by_the_routes_own_pilot() -> None:
+    """The route's locating pilot (stream 0 of seed + 1) centres the run's sweep, so the run
+    does not repeat it; only for the question the route measured, and only when routed."""
+    scheme, strategy = pair()
+    numbers = {"epsilon": 2.5, "delta": DELTA}  # above ln(1/pi(empty)) ~ 1: add exactly 0
+    chosen, route = accountant().route(scheme, strategy, "calibrate", numbers, 0.05)
+    model = chosen._model(scheme, strategy)  # the shared model the route measured
+    assert route.proposal == "escort" and chosen.routed is not None
+    centre = routes.routed_centre(chosen, model, 2.5)
+    assert centre is not None and f"at sigma {centre:.4g}" in route.reason
+    assert routes.routed_centre(chosen, model, 2.4) is None  # another question
+    assert routes.routed_centre(accountant(), model, 2.5) is None  # not routed
+    moved = centre * 1.05  # a centre no pilot of the run would find: the run must take it
+    kept = routes._MEASURED[id(model)]
+    routes._MEASURED[id(model)] = (*kept[:2], attrs.evolve(kept[2], centre=moved))
+    result = chosen.calibrate(scheme, strategy, 2.5, DELTA)
+    assert result.candidates == chosen.calibration_sweep.escort_points(moved)
     routes._MEASURED.clear()

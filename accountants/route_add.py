@@ -1,0 +1,125 @@
+"""The add direction of an escort route: exactly 0, a bound, or plain draws (docs/rdp-escort.md
+§8, routes).
+
+The escort serves the remove direction only. Below ``ln(1 / pi(empty))`` the add direction is
+certified by the deterministic bound of docs/math.md §10 where it suffices, by the sampled
+block bound of §10.1, or by plain Monte Carlo draws of the add direction. An epsilon question
+that needs plain add draws gains nothing from the escort (they are as many as plain sampling's
+per direction). A calibration does: its remove direction costs the escort's few draws (none at
+all where the order-lam bound ``s_i <= delta``), its add direction ``m_plain`` plain draws at
+the few sweep entries the walk reaches (:class:`~.escort_sweep.AddDraws`), against plain
+sampling's two directions at every entry of its sweep. :func:`calibration_add` says which the
+route takes; every choice is made before any verification draw, so it moves only the cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from minsep.accountants.escort_add import add_bound, add_threshold, chosen_add_bound
+from minsep.accountants.escort_sweep import ADD_BATCH
+from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.montecarlo import RunPlan, Stage
+from minsep.framework.montecarlo.precision import samples_for_precision
+
+__all__ = [
+    "BLOCK_BOUND_AFTER",
+    "WALKED_ENTRIES",
+    "CalibrationAdd",
+    "add_needs_sampling",
+    "calibration_add",
+    "plain_add_seconds",
+]
+
+#: Plain add draws estimated above this many CPU seconds: the route first asks whether the
+#: sampled block bound of docs/math.md §10.1 spares them (its block draws take seconds at the
+#: route's sigma, and again at every walked entry, so below this the plain draws are cheaper).
+BLOCK_BOUND_AFTER = 60.0
+#: Sweep entries an escort calibration typically verifies: from its start (two entries above
+#: the pilot's centre, :meth:`~.monte_carlo_sweep.CalibrationSweep.walk_start`, the centre
+#: being where the estimate crosses the planned base delta) to the first failure just below
+#: the centre.
+WALKED_ENTRIES = 4
+
+
+def add_needs_sampling(
+    model: PrivacyLossModel,
+    epsilon: float,
+    sigma: float | None = None,
+    delta: float | None = None,
+    slack: float | None = None,
+    seed: int = 0,
+    *,
+    sampled: bool = True,
+) -> bool:
+    """Whether the add direction at ``epsilon`` is verified by plain sampling in an escort run.
+
+    Not at or above ``ln(1 / pi(empty))`` (exactly 0, docs/rdp-escort.md §8), nor, at a known
+    ``sigma`` and ``delta``, where the bound the run would use suffices (the deterministic one
+    of docs/math.md §10, else, with ``sampled``, the sampled block bound of §10.1 from
+    ``seed``, :func:`~minsep.accountants.escort_add.chosen_add_bound`): its
+    delta at ``epsilon`` is at most ``delta``, or its epsilon at ``delta`` is at most
+    ``epsilon * (1 + slack)`` (an epsilon question releases the larger of the two directions'
+    epsilons, so the bound then costs at most the ``slack`` fraction).
+    """
+    eps = float(epsilon)
+    if eps >= add_threshold(model):
+        return False
+    if sigma is None or delta is None:
+        return True
+    if sampled:
+        _, bound = chosen_add_bound(model, float(sigma), float(delta), seed, eps)
+    else:
+        bound = add_bound(model, float(sigma))
+    if bound.delta(eps) <= float(delta):
+        return False
+    return slack is None or not bound.epsilon(float(delta)) <= eps * (1.0 + slack)
+
+
+def plain_add_seconds(plan: Callable[[], RunPlan | None] | None, samples: int) -> float | None:
+    """Estimated CPU seconds of an escort calibration's plain add draws: ``ceil(WALKED_ENTRIES
+    / ADD_BATCH)`` sampling calls (one: :data:`WALKED_ENTRIES` are typical) of ``samples``
+    draws of one direction, each evaluated at ``ADD_BATCH`` sigmas, at the plain engine's
+    measured rates (None when not measured)."""
+    measured = None if plan is None else plan()
+    if measured is None:
+        return None
+    seconds = measured.stage_seconds(Stage("calibrate add", samples, ADD_BATCH, directions=1))
+    return None if seconds is None else -(-WALKED_ENTRIES // ADD_BATCH) * seconds
+
+
+@attrs.frozen
+class CalibrationAdd:
+    """An escort calibration's add direction: ``sampled`` (it needs draws or a sampled
+    bound), the plain add draws per walked entry ``samples`` (None: none) and their estimated
+    CPU ``seconds`` (0 without draws; None when not timed)."""
+
+    sampled: bool
+    samples: int | None
+    seconds: float | None
+
+
+def calibration_add(
+    model: PrivacyLossModel,
+    numbers: tuple[float, float, float],
+    precision: float,
+    seed: int,
+    plain_plan: Callable[[], RunPlan | None] | None,
+) -> CalibrationAdd:
+    """How an escort calibration at ``numbers = (epsilon, sigma, delta)`` (sigma: where the
+    route's pilot centres the sweep) certifies its add direction: not at all past
+    ``ln(1/pi(empty))`` or where the §10 bound suffices; else plain add draws of
+    ``samples_for_precision(delta, precision)`` (plain sampling's count for one claim) when
+    estimated at most :data:`BLOCK_BOUND_AFTER` seconds or when the §10.1 block bound does not
+    suffice either; else the block bound (per walked entry, as before this route existed)."""
+    epsilon, sigma, delta = numbers
+    if not add_needs_sampling(model, epsilon, sigma, delta, sampled=False):
+        return CalibrationAdd(False, None, 0.0)
+    samples = samples_for_precision(delta, precision, candidates=1)
+    seconds = plain_add_seconds(plain_plan, samples)
+    costly = seconds is None or seconds > BLOCK_BOUND_AFTER
+    if costly and not add_needs_sampling(model, epsilon, sigma, delta, seed=seed):
+        return CalibrationAdd(True, None, 0.0)
+    return CalibrationAdd(True, samples, seconds)
