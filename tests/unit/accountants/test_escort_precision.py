@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -19,11 +20,11 @@ from minsep.framework.montecarlo.bounds import base_delta, min_samples
 def test_ladder_spends_the_other_half_of_the_budget(delta: float, precision: float) -> None:
     ladder = precision_ladder(delta, precision, 8)
     assert len(ladder) == 8 and ladder[0] == 1.0
-    assert all(a > b > 0.0 for a, b in zip(ladder, ladder[1:], strict=False))
+    assert all(a > b > 0.0 for a, b in itertools.pairwise(ladder))
     fine = ladder[: 8 - len(COARSE_TAIL)]
     assert fine[-1] == pytest.approx(delta ** (precision * (1.0 - MARGIN_SHARE)), rel=1e-12)
     logs = [math.log(k) for k in fine]
-    steps = [a - b for a, b in zip(logs, logs[1:], strict=False)]
+    steps = [a - b for a, b in itertools.pairwise(logs)]
     assert max(steps) == pytest.approx(min(steps), rel=1e-9)  # evenly spaced in ln kappa
     assert ladder[-1] == pytest.approx(fine[-1] * COARSE_TAIL[-1], rel=1e-12)
 
