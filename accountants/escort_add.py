@@ -38,6 +38,7 @@ __all__ = [
     "add_sampler",
     "add_threshold",
     "chosen_add_bound",
+    "plain_add_cheap",
     "plain_add_first",
     "plain_add_fits",
     "plain_add_route",
@@ -134,13 +135,21 @@ def plain_add_first(model: PrivacyLossModel, question: EpsilonQuestion) -> bool:
     """Whether an epsilon question's add direction tries plain draws before the sampled block
     bound: they can verify ``delta`` on the question's samples at all and cost at most
     :data:`PLAIN_ADD_FIRST` sample-steps. A planning rule: fixed before any verification draw."""
-    samples, count = question.samples, len(question.fractions)
+    count = len(question.fractions)
+    return plain_add_cheap(model, question.delta, question.samples, question.pilot_samples, count)
+
+
+def plain_add_cheap(
+    model: PrivacyLossModel, delta: float, samples: int, pilot_samples: int, candidates: int
+) -> bool:
+    """:func:`plain_add_first` from the numbers: ``base_delta(samples, delta, candidates)``
+    exists and ``(samples + pilot_samples) n <= PLAIN_ADD_FIRST``."""
     try:
-        base_delta(samples, question.delta, candidates=count)
+        base_delta(samples, delta, candidates=candidates)
     except ConfigurationError:
         return False
-    n_steps = escort_law("plain_add_first", model).n_steps
-    return (samples + question.pilot_samples) * n_steps <= PLAIN_ADD_FIRST
+    n_steps = escort_law("plain_add_cheap", model).n_steps
+    return (samples + pilot_samples) * n_steps <= PLAIN_ADD_FIRST
 
 
 def plain_add_route(

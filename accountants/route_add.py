@@ -18,7 +18,12 @@ from collections.abc import Callable
 
 import attrs
 
-from minsep.accountants.escort_add import add_bound, add_threshold, chosen_add_bound
+from minsep.accountants.escort_add import (
+    add_bound,
+    add_threshold,
+    chosen_add_bound,
+    plain_add_cheap,
+)
 from minsep.accountants.escort_sweep import ADD_BATCH
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo import RunPlan, Stage
@@ -30,6 +35,7 @@ __all__ = [
     "CalibrationAdd",
     "add_needs_sampling",
     "calibration_add",
+    "epsilon_add",
     "plain_add_seconds",
 ]
 
@@ -42,6 +48,31 @@ BLOCK_BOUND_AFTER = 60.0
 #: being where the estimate crosses the planned base delta) to the first failure just below
 #: the centre.
 WALKED_ENTRIES = 4
+
+
+def epsilon_add(
+    model: PrivacyLossModel,
+    numbers: tuple[float, float, float],
+    precision: float,
+    seed: int,
+    draws: tuple[int, int, int],
+) -> str | None:
+    """How an escort epsilon question at ``numbers = (epsilon, sigma, delta)`` settles its add
+    direction, the cheapest first (the run's order, :meth:`~.escort_engine.EscortProposal.
+    _add_route`): a label, or None where it needs plain sampling beyond the escort's draws.
+    ``draws = (samples, pilot_samples, candidates)`` of the escort run: plain add draws on
+    those samples are taken where cheap (:func:`~.escort_add.plain_add_cheap`), before the
+    sampled block bound of docs/math.md §10.1 is asked for (its block draws cost seconds)."""
+    epsilon, sigma, delta = numbers
+    if epsilon >= add_threshold(model):
+        return "exact zero"
+    if not add_needs_sampling(model, epsilon, sigma, delta, precision, seed, sampled=False):
+        return "bounded (§10)"
+    if plain_add_cheap(model, delta, *draws):
+        return f"by plain draws on the escort's {draws[0]:,} samples"
+    if not add_needs_sampling(model, epsilon, sigma, delta, precision, seed):
+        return "bounded (§10, §10.1)"
+    return None
 
 
 def add_needs_sampling(

@@ -17,8 +17,10 @@ and the add direction needs no sampling at and above ``ln(1 / pi(empty))`` (exac
 where the deterministic bound of docs/math.md §10 suffices (route ``"deterministic"``: its
 delta at the answer's epsilon is at most the target delta, or for an epsilon question its
 epsilon at delta is within the precision of the escort's estimate); elsewhere it is verified
-by plain sampling (:func:`add_needs_sampling`). For an epsilon question the escort then saves
-nothing. A calibration may still take it: the remove direction by the escort (or its order-lam
+by plain sampling (:func:`add_needs_sampling`). An epsilon question takes plain add draws on
+the escort's own samples where they are cheap, before asking the sampled block bound of §10.1
+(:func:`~.route_add.epsilon_add`); where neither suffices the escort saves nothing. A
+calibration may still take it: the remove direction by the escort (or its order-lam
 bound alone, ``s_i <= delta``) and the add direction by ``m_plain`` plain draws per walked
 entry (``Route.add_samples``, drawn a few entries at a time:
 :class:`~.escort_sweep.AddDraws`), half the directions of plain sampling and fewer sigmas,
@@ -60,6 +62,7 @@ from minsep.accountants.route_add import (
     WALKED_ENTRIES,
     add_needs_sampling,
     calibration_add,
+    epsilon_add,
     plain_add_seconds,
 )
 from minsep.framework.errors import CalibrationError, ConfigurationError
@@ -220,35 +223,6 @@ def escort_samples(delta: float, log_support: float, precision: float, candidate
     return max(100, int(ESCORT_MARGIN * need))
 
 
-def _add_first(
-    accountant: Asker,
-    model: PrivacyLossModel,
-    question: str,
-    numbers: dict[str, float],
-    precision: float,
-) -> str | None:
-    """Why the escort cannot save anything, known before its pilot: the add direction needs
-    plain sampling (:func:`add_needs_sampling`) at the target epsilon of a calibration even at
-    the most private sigma ``sigma_high`` (the §10 bound decreases in sigma), or at every
-    epsilon up to the escort's own RDP bound at ``delta`` (an upper bound on the certified
-    epsilon)."""
-    delta = float(numbers["delta"])
-    if question == "calibrate":
-        epsilon = float(numbers["epsilon"])
-        sigma = accountant.sweep.sigma_high
-    else:
-        sigma = float(numbers["sigma"])
-        try:
-            setups = EscortProposal().setups(model, sigma)
-        except ConfigurationError:
-            return None  # the pilot reports it
-        epsilon = min(s.epsilon_at(math.log(delta)) for s in setups)
-    slack = None if question == "calibrate" else precision
-    if not add_needs_sampling(model, epsilon, sigma, delta, slack, _route_seed(accountant)):
-        return None
-    return _add_reason(model, epsilon, sigma)
-
-
 def _route_seed(accountant: Asker) -> int:
     """The seed of the block bound the run would use (0 when the run draws fresh entropy: the
     route is a planning rule, any seed serves it)."""
@@ -407,8 +381,6 @@ def choose_route(
         why_not = "proposal 'plain' was asked for"
     else:
         why_not = EscortProposal().unavailable(model)
-    if why_not is None and question != "calibrate":  # a calibration may draw its add plainly
-        why_not = _add_first(accountant, model, question, numbers, precision)
     if why_not is None:
         try:
             config = EngineConfig(progress=False)
@@ -420,21 +392,20 @@ def choose_route(
         else:
             seed = _route_seed(accountant)
             began = time.process_time()
+            m = escort_samples(delta, log_s, precision, candidates)
+            pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
+            add_m, extra, add = None, 0.0, None
             if question == "calibrate":  # the add direction by a bound or plain draws
                 plan = calibration_add(model, (epsilon, sigma, delta), precision, seed, plain_plan)
-                needs_add, add_m, extra = False, plan.samples, plan.seconds
+                add_m, extra = plan.samples, plan.seconds
+                add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"
             else:
-                needs_add = add_needs_sampling(model, epsilon, sigma, delta, precision, seed)
-                add_m, extra = None, 0.0
+                numbers3 = (epsilon, sigma, delta)
+                add = epsilon_add(model, numbers3, precision, seed, (m, pilot, candidates))
             costs = attrs.evolve(costs, add=time.process_time() - began)
-            if needs_add:
+            if add is None:
                 why_not = _add_reason(model, epsilon, sigma)
             else:
-                add = "exact zero"
-                if epsilon < add_threshold(model):
-                    add = "bounded (§10, §10.1)"
-                m = escort_samples(delta, log_s, precision, candidates)
-                pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
                 seconds: float | None = _escort_seconds(
                     accountant, model, question, m, pilot, costs
                 )

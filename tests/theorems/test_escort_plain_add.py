@@ -83,3 +83,24 @@ def test_plain_add_first_needs_feasible_and_cheap_draws() -> None:
     assert not plain_add_first(model, question(2_000, 1e-6))  # cannot verify 1e-6 at all
     too_many = PLAIN_ADD_FIRST // N  # the draws would cost more than the budget
     assert not plain_add_first(model, question(too_many, 1e-3))
+
+
+def test_the_route_takes_cheap_plain_add_draws_before_the_block_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``epsilon_add`` (the route's view): the sampled block bound is not even asked for where
+    plain add draws on the escort's samples are cheap; where they cannot verify delta it is."""
+    from minsep.accountants import route_add
+
+    model = scheme(True).loss_model(BandedToeplitz(coefficients=C))
+    asked: list[float] = []
+
+    def block(*args: object, **kwargs: object) -> object:
+        asked.append(1.0)
+        raise AssertionError("block bound asked for")
+
+    monkeypatch.setattr(route_add, "chosen_add_bound", block)
+    label = route_add.epsilon_add(model, (1.2, SIGMA, 1e-3), 0.05, 0, (20_000, 2_000, 8))
+    assert label is not None and "plain draws" in label and not asked
+    with pytest.raises(AssertionError, match="block bound"):
+        route_add.epsilon_add(model, (1.2, SIGMA, 1e-6), 0.05, 0, (2_000, 500, 8))
