@@ -14,6 +14,7 @@ route takes; every choice is made before any verification draw, so it moves only
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import attrs
@@ -34,6 +35,7 @@ __all__ = [
     "WALKED_ENTRIES",
     "CalibrationAdd",
     "add_needs_sampling",
+    "bound_sigma",
     "calibration_add",
     "epsilon_add",
     "plain_add_seconds",
@@ -48,6 +50,10 @@ BLOCK_BOUND_AFTER = 60.0
 #: being where the estimate crosses the planned base delta) to the first failure just below
 #: the centre.
 WALKED_ENTRIES = 4
+#: :func:`bound_sigma`: the growth of sigma until §10 settles the add direction, and the
+#: bisections (each one sampled block bound, seconds) between that sigma and the one before.
+GROWTH = 1.25
+BOUND_STEPS = 5
 
 
 def epsilon_add(
@@ -125,11 +131,14 @@ def plain_add_seconds(plan: Callable[[], RunPlan | None] | None, samples: int) -
 class CalibrationAdd:
     """An escort calibration's add direction: ``sampled`` (it needs draws or a sampled
     bound), the plain add draws per walked entry ``samples`` (None: none) and their estimated
-    CPU ``seconds`` (0 without draws; None when not timed)."""
+    CPU ``seconds`` (0 without draws; None when not timed); ``centre``: where the walk should
+    start when the add direction's bound binds above the remove direction's sigma (None: the
+    route's own centre)."""
 
     sampled: bool
     samples: int | None
     seconds: float | None
+    centre: float | None = None
 
 
 def calibration_add(
@@ -138,13 +147,16 @@ def calibration_add(
     precision: float,
     seed: int,
     plain_plan: Callable[[], RunPlan | None] | None,
+    top: float | None = None,
 ) -> CalibrationAdd:
     """How an escort calibration at ``numbers = (epsilon, sigma, delta)`` (sigma: where the
     route's pilot centres the sweep) certifies its add direction: not at all past
     ``ln(1/pi(empty))`` or where the §10 bound suffices; else plain add draws of
     ``samples_for_precision(delta, precision)`` (plain sampling's count for one claim) when
     estimated at most :data:`BLOCK_BOUND_AFTER` seconds or when the §10.1 block bound does not
-    suffice either; else the block bound (per walked entry, as before this route existed)."""
+    suffice either; else the block bound (per walked entry, as before this route existed); and
+    where the block bound fails at ``sigma`` but settles the add direction at a larger sigma
+    below ``top`` (:func:`bound_sigma`), the block bound with the walk started there."""
     epsilon, sigma, delta = numbers
     if not add_needs_sampling(model, epsilon, sigma, delta, sampled=False):
         return CalibrationAdd(False, None, 0.0)
@@ -153,4 +165,37 @@ def calibration_add(
     costly = seconds is None or seconds > BLOCK_BOUND_AFTER
     if costly and not add_needs_sampling(model, epsilon, sigma, delta, seed=seed):
         return CalibrationAdd(True, None, 0.0)
+    binding = bound_sigma(model, numbers, seed, top) if costly and top is not None else None
+    if binding is not None:  # the bound settles the add direction from there on
+        return CalibrationAdd(True, None, 0.0, centre=binding)
     return CalibrationAdd(True, samples, seconds)
+
+
+def bound_sigma(
+    model: PrivacyLossModel, numbers: tuple[float, float, float], seed: int, top: float
+) -> float | None:
+    """A sigma in ``(sigma, top]`` where the add bound an escort entry uses (§10, else the
+    sampled block bound of §10.1 from ``seed``) settles ``epsilon`` at ``delta``: the first of
+    ``sigma * GROWTH^j`` where §10 alone does, then :data:`BOUND_STEPS` bisections in
+    ``ln sigma`` with the entry's bound between it and ``sigma`` (where that bound fails); the
+    result always settles it by the bound at that very sigma; None when §10 does not settle
+    it below ``top``.
+
+    Where plain add draws would take too long and the bound does not settle the add direction
+    at the remove direction's sigma, an escort calibration can still certify: the entries the
+    bound does not settle fail (docs/rdp-escort.md §8), so the walk releases a sigma at which
+    the bound settles it, larger than the remove direction alone would need. This is where its
+    walk should start. A planning rule: every entry is still verified by its own bound."""
+    epsilon, sigma, delta = numbers
+    low, high = sigma, sigma  # the entry's bound fails at sigma (calibration_add asked)
+    while add_bound(model, high).epsilon(delta) > epsilon:
+        high *= GROWTH
+        if high > top:
+            return None
+    for _ in range(BOUND_STEPS):
+        middle = math.sqrt(low * high)
+        if chosen_add_bound(model, middle, delta, seed, epsilon)[1].epsilon(delta) <= epsilon:
+            high = middle
+        else:
+            low = middle
+    return high

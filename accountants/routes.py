@@ -59,6 +59,7 @@ from minsep.accountants.escort_sampling import BATCH_BYTES
 from minsep.accountants.monte_carlo_run import RunSettings
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep
 from minsep.accountants.route_add import (
+    BOUND_STEPS,
     WALKED_ENTRIES,
     add_needs_sampling,
     calibration_add,
@@ -396,13 +397,19 @@ def choose_route(
             pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
             add_m, extra, add = None, 0.0, None
             if question == "calibrate":  # the add direction by a bound or plain draws
-                plan = calibration_add(model, (epsilon, sigma, delta), precision, seed, plain_plan)
-                add_m, extra = plan.samples, plan.seconds
+                top = accountant.sweep.sigma_high
+                plan = calibration_add(
+                    model, (epsilon, sigma, delta), precision, seed, plain_plan, top
+                )
+                add_m, extra, sigma = plan.samples, plan.seconds, plan.centre or sigma
                 add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"
             else:
                 numbers3 = (epsilon, sigma, delta)
                 add = epsilon_add(model, numbers3, precision, seed, (m, pilot, candidates))
-            costs = attrs.evolve(costs, add=time.process_time() - began)
+            spent = time.process_time() - began
+            if question == "calibrate" and plan.centre is not None:  # one bound per entry
+                spent /= BOUND_STEPS + 1
+            costs = attrs.evolve(costs, add=spent)
             if add is None:
                 why_not = _add_reason(model, epsilon, sigma)
             else:

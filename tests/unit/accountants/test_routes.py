@@ -236,3 +236,29 @@ def test_a_routed_calibration_is_centred_by_the_routes_own_pilot() -> None:
     result = chosen.calibrate(scheme, strategy, 2.5, DELTA)
     assert result.candidates == chosen.calibration_sweep.escort_points(moved)
     routes._MEASURED.clear()
+
+
+def test_bound_sigma_brackets_where_the_add_bound_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``bound_sigma``: grows sigma until §10 settles epsilon, then bisects with the entry's
+    bound (here a sharper one); the result settles it, and lies within the bisection's
+    resolution above the sharper bound's threshold; None when §10 never settles below top."""
+    from minsep.accountants import route_add
+
+    class Bound:
+        def __init__(self, scale: float, sigma: float) -> None:
+            self.value = scale / sigma
+
+        def epsilon(self, delta: float) -> float:
+            return self.value
+
+    monkeypatch.setattr(route_add, "add_bound", lambda model, s: Bound(4.0, s))
+    monkeypatch.setattr(
+        route_add, "chosen_add_bound", lambda model, s, d, seed, e: ("block", Bound(3.0, s))
+    )
+    found = route_add.bound_sigma(object(), (2.0, 1.0, 1e-6), 0, top=100.0)  # type: ignore[arg-type]
+    assert found is not None and 3.0 / found <= 2.0  # settles
+    first = 1.25**4  # §10 settles from 2 on: the first power of 1.25 above it
+    assert found <= 1.5 * (first / 1.0) ** (1 / 2**route_add.BOUND_STEPS) * (1 + 1e-12)
+    assert route_add.bound_sigma(object(), (2.0, 1.0, 1e-6), 0, top=1.9) is None  # type: ignore[arg-type]
