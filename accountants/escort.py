@@ -30,6 +30,7 @@ from minsep.accountants import rdp_moments as moments
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
+from minsep.schemes.kernels import sfc64
 
 __all__ = [
     "EscortDraw",
@@ -378,7 +379,9 @@ def escort_outputs(
     """``y = C counts + sigma z`` per row (banded Toeplitz C, rows cut at step n).
 
     ``C counts`` is built from the nonzero counts only (a draw participates a few times), so
-    the cost is O(nonzeros * k) plus the normals, not O(n k) per row.
+    the cost is O(nonzeros * k) plus the normals, not O(n k) per row. The engine forms y only
+    for models without ``log_ratio_of_counts`` (docs/rdp-escort.md §7); the normals are
+    ``rng.standard_normal(counts.shape)``'s, scaled and shifted in place.
     """
     c = np.asarray(coefficients, dtype=np.float64)
     n = counts.shape[1]
@@ -390,7 +393,8 @@ def escort_outputs(
         keep = columns < n
         # (row, step) pairs are distinct, so are (row, step + j): a plain += adds each once
         mean[rows[keep], columns[keep]] += values[keep] * c[j]
-    out = rng.standard_normal(counts.shape)  # the same normals, scaled and shifted in place
+    out = np.empty(counts.shape)  # the generator's normals (compiled for SFC64, same numbers)
+    sfc64.fill(rng, "standard_normal", out)
     out *= sigma
     out += mean
     return out

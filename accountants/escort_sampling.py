@@ -1,7 +1,9 @@
 """Escort draws in the Monte Carlo engine: chunk tasks, the sampler, the rate probe.
 
 Chunk ``i`` of stream ``s`` draws from ``R_lam`` with ``SeedSequence(seed, spawn_key=(s, i,
-0))`` (the plain engine's seeding), tasks are picklable (process and Dask executors) and each
+0))`` on the host backend's generator (SFC64: the plain engine's seeding), counts first, then
+the normals; ``ln u`` comes from the dots ``<c_i, y>`` without forming y where the model
+allows (docs/rdp-escort.md §7). Tasks are picklable (process and Dask executors) and each
 sampling call is one checkpoint stage. Every check tallies ``X = W(eps) / s*`` with ``s*`` the
 support bound fixed before the draws; a weight above it is refused
 (:class:`~minsep.framework.montecarlo.proposals.SupportBoundError`), never clipped.
@@ -20,6 +22,7 @@ import numpy as np
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.escort import escort_outputs, log_escort_weight
 from minsep.accountants.escort_setup import EscortSetup, escort_law, escort_target
+from minsep.framework.backend import Backend, RandomSource, get_backend, numpy_backend
 from minsep.framework.errors import MinsepError
 from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.montecarlo.accumulators import SweepTally
@@ -48,7 +51,7 @@ CHUNK_ELEMENTS = 1 << 24
 BATCH_BYTES = 1 << 27
 #: The chunks of the last batch not yet tallied, per (run key, chunk index): the model, the
 #: counts and the chunk's generator after its backward walk.
-_BATCH: dict[tuple[Any, int], tuple[object, np.ndarray, np.random.Generator]] = {}
+_BATCH: dict[tuple[Any, int], tuple[object, np.ndarray, RandomSource]] = {}
 #: The (run key, chunk index) this process drew last: a batch is drawn only when chunks come
 #: in order to one process (the local executor). A pool hands consecutive chunks to different
 #: workers, so a batch there would be drawn and then thrown away (the production run at
@@ -96,9 +99,9 @@ class EscortChunkTask(ChunkTask):
         target = escort_target("EscortChunkTask", self.model)
         law = target.escort_law()
         sigma = self.sigmas[0]
-        counts, rng = self._counts(law, index)
-        outputs = escort_outputs(counts, law.coefficients, sigma, rng)
-        log_u = np.asarray(target.log_ratio_at(outputs, sigma, np), dtype=np.float64)
+        backend = _host_backend(self.backend)
+        counts, source = self._counts(law, index, backend)
+        log_u = np.asarray(_log_ratios(target, law, counts, sigma, source, backend))
         if np.isnan(log_u).any():
             raise MinsepError("log_ratio_at returned NaN on escort draws")
         out = self.empty()
@@ -118,8 +121,9 @@ class EscortChunkTask(ChunkTask):
         tally.sum_x, tally.sum_x2 = sums, squares
         return out
 
-    def _counts(self, law: Any, index: int) -> tuple[np.ndarray, np.random.Generator]:
-        """Chunk ``index``'s escort counts and its generator (left where the draws left it).
+    def _counts(self, law: Any, index: int, backend: Backend) -> tuple[np.ndarray, RandomSource]:
+        """Chunk ``index``'s escort counts and its random source (``backend.rng`` of the
+        chunk's seed, as the plain engine's; left where the draws left it).
 
         Where the law draws batches (``sample_batch``), the chunks ``index ..`` up to
         :data:`BATCH_BYTES` of counts are drawn together, each on its own generator (so the
@@ -138,17 +142,55 @@ class EscortChunkTask(ChunkTask):
         if not hasattr(law, "sample_batch") or not in_order:
             width = 1
         indices = range(index, index + width)
-        rngs = [np.random.default_rng(chunk_seed(self.seed, self.stream, i, Direction.REMOVE))
-                for i in indices]  # fmt: skip
+        sources = [backend.rng(chunk_seed(self.seed, self.stream, i, Direction.REMOVE))
+                   for i in indices]  # fmt: skip
+        rngs = [_generator(source) for source in sources]
         sizes = [self.chunk_length(i) for i in indices]
         if width == 1:
             draws = [law.sample(self.sigmas[0], self.order, sizes[0], rngs[0], self.max_states)]
         else:
             draws = law.sample_batch(self.sigmas[0], self.order, sizes, rngs, self.max_states)
         _BATCH.clear()
-        for i, draw, rng in zip(indices[1:], draws[1:], rngs[1:], strict=True):
-            _BATCH[(key, i)] = (self.model, draw.counts, rng)
-        return draws[0].counts, rngs[0]
+        for i, draw, source in zip(indices[1:], draws[1:], sources[1:], strict=True):
+            _BATCH[(key, i)] = (self.model, draw.counts, source)
+        return draws[0].counts, sources[0]
+
+
+def _host_backend(spec: str | Backend) -> Backend:
+    """The task's backend where it is a host one (escort counts are drawn on host numpy), else
+    the default host backend."""
+    backend = get_backend(spec)
+    return backend if backend.xp is np else numpy_backend()
+
+
+def _generator(source: RandomSource) -> np.random.Generator:
+    generator = getattr(source, "generator", None)
+    if not isinstance(generator, np.random.Generator):  # pragma: no cover - host backends
+        raise MinsepError("escort draws need a host backend whose source holds a Generator")
+    return generator
+
+
+def _log_ratios(
+    target: Any, law: Any, counts: np.ndarray, sigma: float, source: RandomSource,
+    backend: Backend,
+) -> np.ndarray:  # fmt: skip
+    """``ln u(y)`` of the draws ``y = C counts + sigma z`` (z: the source's next normals,
+    row-major): by the model's ``log_ratio_of_counts`` where it has one over the law's own C
+    (the dots from the fused noise kernels and the nonzero counts, docs/rdp-escort.md §7),
+    else on the dense outputs (:func:`~.escort.escort_outputs`, the same normals)."""
+    fast = getattr(target, "log_ratio_of_counts", None)
+    own = getattr(target, "coefficients", None)
+    coefficients = np.asarray(law.coefficients, dtype=np.float64)
+    if (
+        fast is not None
+        and own is not None
+        and np.array_equal(
+            np.asarray(own, dtype=np.float64)[: law.n_steps], coefficients[: law.n_steps]
+        )
+    ):
+        return np.asarray(fast(counts, sigma, source, backend), dtype=np.float64)
+    outputs = escort_outputs(counts, coefficients, sigma, _generator(source))
+    return np.asarray(target.log_ratio_at(outputs, sigma, np), dtype=np.float64)
 
 
 def escort_sample(

@@ -4,7 +4,8 @@ The escort's tuple law (§6) is exchangeable in the lam copies and its output ``
 (the per-step participation count) depends only on the multiset of the copies' slots, so the
 multiset chain of :mod:`.multiset_moments` is sampled instead of the joint one of
 :mod:`.escort` (which stays as the reference): forward filtering with the message kept every
-``block`` steps (default ``ceil(sqrt(n))``), the final multiset drawn from the last message,
+``block`` steps (default ``ceil(sqrt(n))``; every step where all n fit
+:data:`FULL_MESSAGES_BYTES`), the final multiset drawn from the last message,
 then a compiled backward walk (:func:`~.multiset_kernels.backward_block`) that draws the
 multiset before each step from ``alpha_t(n) K_t(n, n')``. The count at step t is the number of
 copies in the free slot after it. The draws do not depend on ``block``; they are independent
@@ -35,6 +36,10 @@ __all__ = [
 #: checkpoints exceed :data:`FORWARD_MEMO_BYTES` are not kept.
 _FORWARD: dict[str, _ForwardPass] = {}
 FORWARD_MEMO_BYTES = 1 << 29
+#: A pass whose n messages take at most this many bytes keeps every one (and every step's
+#: exponents), so the backward walks read them instead of recomputing each block from its
+#: checkpoint (n = 1024, b = 8: 14 MB at order 6, 53 MB at order 8).
+FULL_MESSAGES_BYTES = 1 << 26
 
 
 @attrs.frozen(eq=False)
@@ -46,6 +51,8 @@ class _ForwardPass:
     checkpoints: dict[int, np.ndarray]
     final: np.ndarray
     log_z: float
+    messages: np.ndarray | None = None
+    exponents: np.ndarray | None = None
 
 
 def _default_block(n_steps: int) -> int:
@@ -67,13 +74,22 @@ def _forward_pass(
     message = multiset.initial_message(chain, runner.table)
     mass, log_scale = float(message.sum()), 0.0
     checkpoints: dict[int, np.ndarray] = {}
+    full = n * message.nbytes <= FULL_MESSAGES_BYTES
+    messages = np.empty((n, message.size)) if full else None
     for first in range(0, n, block):
         checkpoints[first] = message.copy()
         stop = min(first + block, n)
-        mass, log_scale = multiset.run_steps(runner, message, first, stop, mass, log_scale)
+        if messages is None:
+            mass, log_scale = multiset.run_steps(runner, message, first, stop, mass, log_scale)
+            continue
+        for t in range(first, stop):  # the same steps one at a time: the same floats
+            messages[t] = message
+            mass, log_scale = multiset.run_steps(runner, message, t, t + 1, mass, log_scale)
     total = float(message.sum())
-    result = _ForwardPass(key, checkpoints, message / total, log_scale + math.log(total))
-    if (len(checkpoints) + 1) * message.nbytes <= FORWARD_MEMO_BYTES:
+    exponents = np.stack([runner.exponents(t) for t in range(n)]) if full else None
+    result = _ForwardPass(key, checkpoints, message / total, log_scale + math.log(total),
+                          messages, exponents)  # fmt: skip
+    if (len(checkpoints) + 1 + (n if full else 0)) * message.nbytes <= FORWARD_MEMO_BYTES:
         _FORWARD["last"] = result
     else:
         _FORWARD.pop("last", None)
@@ -164,7 +180,8 @@ def _backward_walks(
     rngs: list[np.random.Generator],
 ) -> list[np.ndarray]:
     """One backward walk per generator, block by block from the last: each block's messages
-    are recomputed from its checkpoint once, then every walk takes its steps through it. Each
+    are read from the pass or recomputed from its checkpoint once
+    (:func:`_block_messages`), then every walk takes its steps through it. Each
     generator draws the final multisets (``Generator.choice``), then per block one uniform per
     step and draw."""
     chain, table = runner.chain, runner.table
@@ -176,17 +193,29 @@ def _backward_walks(
         kernels.unrank(np.asarray(picks, dtype=np.int64), lam, table.binom, post)
         posts.append(post)
         counts.append(np.zeros((size, n), dtype=np.int8))
-    messages = np.empty((min(block, n), table.states))
     for first in sorted(forward.checkpoints, reverse=True):
         last = min(first + block, n) - 1
-        messages[0] = forward.checkpoints[first]
-        mass = float(messages[0].sum())
-        for t in range(first, last):
-            np.copyto(messages[t - first + 1], messages[t - first])
-            mass, _ = multiset.run_steps(runner, messages[t - first + 1], t, t + 1, mass)
-        exponents = np.stack([runner.exponents(t) for t in range(first, last + 1)])
+        messages, exponents = _block_messages(runner, forward, first, last)
         for post, count, rng in zip(posts, counts, rngs, strict=True):
             uniforms = rng.random((last - first + 1, post.shape[0]))
             kernels.backward_block(messages, exponents, uniforms, first, last, b, table.binom,
                                    runner.join_pow, runner.decline_pow, post, count)  # fmt: skip
     return counts
+
+
+def _block_messages(
+    runner: multiset.StepRunner, forward: _ForwardPass, first: int, last: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The messages before steps ``first .. last`` and their exponents: the pass's own where it
+    kept them all, else recomputed from the checkpoint at ``first`` (the same steps; only a
+    rescaling may fall elsewhere, which the backward draws do not see but in the last bit)."""
+    if forward.messages is not None and forward.exponents is not None:
+        return forward.messages[first : last + 1], forward.exponents[first : last + 1]
+    messages = np.empty((last - first + 1, runner.table.states))
+    messages[0] = forward.checkpoints[first]
+    mass = float(messages[0].sum())
+    for t in range(first, last):
+        np.copyto(messages[t - first + 1], messages[t - first])
+        mass, _ = multiset.run_steps(runner, messages[t - first + 1], t, t + 1, mass)
+    exponents = np.stack([runner.exponents(t) for t in range(first, last + 1)])
+    return messages, exponents

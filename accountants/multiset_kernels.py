@@ -232,8 +232,7 @@ def backward_block(  # pragma: no cover - compiled; tested against enumeration
     draws, lam = post.shape
     b = min_sep
     memo_code = np.full(_MEMO, -1, dtype=np.int64)
-    memo_count = np.zeros(_MEMO, dtype=np.int64)
-    memo_weights = np.empty((_MEMO, lam + 1))
+    memo_cumulative = np.empty((_MEMO, lam + 1))  # running sums of the predecessors' weights
     pred = np.empty(lam, dtype=np.int64)
     s = np.empty(lam, dtype=np.int64)
     for t in range(last, first - 1, -1):
@@ -249,28 +248,24 @@ def backward_block(  # pragma: no cover - compiled; tested against enumeration
                 v = post[i, x]
                 s[x] = v
                 code += binom[v + x, x + 1]
-                if v == free:
-                    j += 1
-                elif v == after:
-                    a += 1
+                j += v == free  # free != after (b >= 2): no branch on the slot
+                a += v == after
             counts[i, t] = j
             if a == 0:
                 continue  # one predecessor: the same multiset (nobody can have declined)
-            entry = code % _MEMO
+            entry = code & (_MEMO - 1)
             if memo_code[entry] != code:
                 memo_code[entry] = code
-                memo_count[entry] = _weigh_predecessors(
-                    s, alpha, w, j, a, free, after, binom, join_pow, decline_pow, pred,
-                    memo_weights[entry],
-                )  # fmt: skip
-            total = 0.0
-            for d in range(memo_count[entry]):
-                total += memo_weights[entry, d]
-            level = uniforms[row, i] * total
-            cumulative, pick = 0.0, 0
-            for d in range(memo_count[entry]):
-                cumulative += memo_weights[entry, d]
-                if level < cumulative:
+                _weigh_predecessors(s, alpha, w, j, a, free, after, binom, join_pow,
+                                    decline_pow, pred, memo_cumulative[entry])  # fmt: skip
+                total = 0.0
+                for d in range(a + 1):
+                    total += memo_cumulative[entry, d]
+                    memo_cumulative[entry, d] = total
+            level = uniforms[row, i] * memo_cumulative[entry, a]
+            pick = 0
+            for d in range(a + 1):  # no view of the row: views cost reference counting here
+                if level < memo_cumulative[entry, d]:
                     pick = d
                     break
             _step_back(s, j, a, pick, free, after)

@@ -8,6 +8,8 @@
 - :mod:`.jit`: numba's ``njit`` wrapper, the kernel-set choice and its notes;
 - :mod:`.cpu_kernels` / :mod:`.fused`: the shared numba kernels and their drivers (correlated
   noise, the log-domain recursion rows, the chain's participation steps).
+- :mod:`.count_dots`: the dots ``<c_i, y>`` of ``y = C x + sigma z`` from integer counts x and
+  the noise correlations, without forming y (the escort's draws);
 - :mod:`.mixture_kernels`: the numba pieces the mixture models' fused kernels share (weighted
   sparse signal, block-wise uniforms).
 

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import attrs
+import numpy as np
 
 from minsep.framework import validation as v
 from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.kernel_table import Participation
 from minsep.framework.loss_model import Direction, PrivacyLossModel
 from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
+from minsep.schemes.kernels.count_dots import add_count_signal
 from minsep.schemes.kernels.fields import (
     as_coefficients,
     boolean,
@@ -126,6 +128,37 @@ class BlockLossModel(PrivacyLossModel):
     ) -> Any:
         """:meth:`log_ratio_at` with the public part ``given`` of the output."""
         dots = self.columns(sliding_dot(outputs, self.coefficients, xp), xp)
+        return self.ratio_of_dots(dots, given, sigma, xp, kernels)
+
+    def count_dots(
+        self, counts: np.ndarray, sigma: float, rng: RandomSource, backend: Backend
+    ) -> Any:
+        """``<c_i, y>`` per step (float64 ``(S, n)``, before :meth:`columns`) at ``y = C x +
+        sigma z`` with x = ``counts`` (integer ``(S, n)``, host) and ``z =
+        rng.standard_normal((S, n))``: the noise correlations by :meth:`noise` (the fused
+        kernels where the table has them), the signal from the nonzero counts
+        (:func:`~minsep.schemes.kernels.count_dots.add_count_signal`); y is never formed
+        (docs/rdp-escort.md §7). Host backends only; the result may be a reused buffer."""
+        noise = np.ascontiguousarray(self.noise(int(counts.shape[0]), rng, backend))
+        compiled = backend.kernels == "numba"
+        return add_count_signal(noise, counts, self.coefficients, sigma, compiled)
+
+    def log_ratio_of_counts(
+        self, counts: np.ndarray, sigma: float, rng: RandomSource, backend: Backend
+    ) -> Any:
+        """``ln P(y)/Q(y)`` at ``y = C counts + sigma z`` (:meth:`count_dots`): what
+        :meth:`log_ratio_at` gives on that y, without forming it (the escort's draws)."""
+        self._note()
+        dots = self.columns(self.count_dots(counts, sigma, rng, backend), backend.xp)
+        kernels = self.kernel_set(backend)
+        return self.ratio_of_dots(dots, Participation(), sigma, backend.xp, kernels)
+
+    def ratio_of_dots(
+        self, dots: Any, given: Participation, sigma: float, xp: Any, kernels: str | None
+    ) -> Any:
+        """``ln P/Q`` from the column dots ``<c_i, y>`` (after :meth:`columns`): the table's
+        ratio entry for ``kernels`` (value scale ``1/sigma^2``, no sparse signal), else
+        :meth:`ratio`."""
         kernels = self.kernel_table.kernel_set(kernels or default_kernels(xp))
         entry = self.kernel_table.ratio(kernels, dense_signal=False)
         if entry is not None:
