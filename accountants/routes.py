@@ -286,6 +286,15 @@ def _escort_estimate(
     return centre, epsilon, escorts.log_scale, costs
 
 
+def _sweep_support(
+    accountant: Asker, model: PrivacyLossModel, centre: float, numbers: dict[str, float]
+) -> float:
+    """``ln s*`` of an escort calibration's sweep centred at ``centre`` (the run's
+    :meth:`~.escort_engine.EscortProposal.sweep_plan` over its escort points)."""
+    sweep = accountant.calibration_sweep.escort_points(centre)
+    return EscortProposal().sweep_plan(model, sweep, float(numbers["epsilon"])).log_scale
+
+
 def _batches(accountant: Asker, model: PrivacyLossModel, size: int) -> int:
     """Sampling batches of an escort call of ``size`` draws: its chunks, grouped as
     :meth:`~.escort_sampling.EscortChunkTask._counts` groups them (one recomputation of the
@@ -401,8 +410,13 @@ def choose_route(
                 plan = calibration_add(
                     model, (epsilon, sigma, delta), precision, seed, plain_plan, top
                 )
-                add_m, extra, sigma = plan.samples, plan.seconds, plan.centre or sigma
+                add_m, extra = plan.samples, plan.seconds
                 add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"
+                if plan.centre is not None:  # the walk moves up: its support bound shrinks
+                    sigma = plan.centre
+                    log_s = _sweep_support(accountant, model, sigma, numbers)
+                    m = escort_samples(delta, log_s, precision, candidates)
+                    pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
             else:
                 numbers3 = (epsilon, sigma, delta)
                 add = epsilon_add(model, numbers3, precision, seed, (m, pilot, candidates))
