@@ -404,7 +404,8 @@ def choose_route(
             began = time.process_time()
             m = escort_samples(delta, log_s, precision, candidates)
             pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
-            add_m, extra, add = None, 0.0, None
+            add_m, add = None, None
+            extra: float | None = 0.0
             if question == "calibrate":  # the add direction by a bound or plain draws
                 top = accountant.sweep.sigma_high
                 plan = calibration_add(
