@@ -30,7 +30,6 @@ from minsep.accountants import rdp_moments as moments
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
-from minsep.schemes.kernels import sfc64
 
 __all__ = [
     "EscortDraw",
@@ -394,6 +393,8 @@ def escort_outputs(
         # (row, step) pairs are distinct, so are (row, step + j): a plain += adds each once
         mean[rows[keep], columns[keep]] += values[keep] * c[j]
     out = np.empty(counts.shape)  # the generator's normals (compiled for SFC64, same numbers)
+    from minsep.schemes.kernels import sfc64  # lazy: it compiles with numba (not at start-up)
+
     sfc64.fill(rng, "standard_normal", out)
     out *= sigma
     out += mean

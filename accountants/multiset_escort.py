@@ -19,7 +19,6 @@ import math
 import attrs
 import numpy as np
 
-from minsep.accountants import multiset_kernels as kernels
 from minsep.accountants import multiset_moments as multiset
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.escort import EscortDraw, sample_escort_counts
@@ -186,6 +185,7 @@ def _backward_walks(
     step and draw."""
     chain, table = runner.chain, runner.table
     n, lam, b = chain.n_steps, table.order, chain.min_sep
+    kernels = multiset.compiled_kernels()
     posts, counts = [], []
     for size, rng in zip(sizes, rngs, strict=True):
         picks = rng.choice(table.states, size=size, p=forward.final / forward.final.sum())

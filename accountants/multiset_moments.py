@@ -15,19 +15,28 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import attrs
 import numpy as np
 
-from minsep.accountants import multiset_kernels as kernels
 from minsep.accountants import rdp_moments as moments
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.participation import ParticipationChain
 from minsep.framework.validation import check_range
 
+
+def compiled_kernels() -> Any:
+    """The compiled kernels, imported on first use (numba stays out of start-up)."""
+    from minsep.accountants import multiset_kernels
+
+    return multiset_kernels
+
+
 __all__ = [
     "MultisetTables",
     "StepRunner",
+    "compiled_kernels",
     "initial_message",
     "log_moment",
     "prepare",
@@ -76,8 +85,8 @@ class MultisetTables:
 def tables(min_sep: int, order: int) -> MultisetTables:
     """The :class:`MultisetTables` at (b, lam) (cached: a few per process)."""
     b, lam = min_sep, order
-    lower = kernels.enumerate_multisets(b, lam - 1, state_count(b, lam - 1))
-    binom = kernels.binomials(b + lam, lam)
+    lower = compiled_kernels().enumerate_multisets(b, lam - 1, state_count(b, lam - 1))
+    binom = compiled_kernels().binomials(b + lam, lam)
     lower.setflags(write=False)
     binom.setflags(write=False)
     return MultisetTables(b, lam, lower, binom)
@@ -113,7 +122,7 @@ def initial_message(chain: ParticipationChain, table: MultisetTables) -> np.ndar
     the chain's initial law (slot a holds countdown a at step 0)."""
     out = np.empty(table.states)
     law = np.asarray(chain.initial_law(), dtype=np.float64)
-    kernels.initial_masses(law, table.order, table.states, out)
+    compiled_kernels().initial_masses(law, table.order, table.states, out)
     return out
 
 
@@ -150,10 +159,11 @@ class StepRunner:
 
     def step(self, message: np.ndarray, t: int) -> float:
         """Advance ``message`` over step t in place; returns the change of its mass."""
-        b = self.chain.min_sep
+        b, kernels = self.chain.min_sep, compiled_kernels()
         return float(
-            kernels.forward_step(message, self.table.lower, self.table.binom, self.exponents(t),
-                                 t % b, b, self.join_pow, self.decline_pow, self.scratch)
+            kernels.forward_step(message, self.table.lower, self.table.binom,
+                                 self.exponents(t), t % b, b, self.join_pow,
+                                 self.decline_pow, self.scratch)
         )  # fmt: skip
 
 

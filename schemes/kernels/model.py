@@ -24,7 +24,6 @@ from minsep.framework.backend import Backend, RandomSource, default_kernels
 from minsep.framework.kernel_table import Participation
 from minsep.framework.loss_model import Direction, PrivacyLossModel
 from minsep.schemes.kernels.blocks import signal_dots, sliding_dot, tail_norms
-from minsep.schemes.kernels.count_dots import add_count_signal
 from minsep.schemes.kernels.fields import (
     as_coefficients,
     boolean,
@@ -139,6 +138,9 @@ class BlockLossModel(PrivacyLossModel):
         kernels where the table has them), the signal from the nonzero counts
         (:func:`~minsep.schemes.kernels.count_dots.add_count_signal`); y is never formed
         (docs/rdp-escort.md §7). Host backends only; the result may be a reused buffer."""
+        # lazy: the module compiles with numba, which building the CLI must not import
+        from minsep.schemes.kernels.count_dots import add_count_signal
+
         noise = np.ascontiguousarray(self.noise(int(counts.shape[0]), rng, backend))
         compiled = backend.kernels == "numba"
         return add_count_signal(noise, counts, self.coefficients, sigma, compiled)

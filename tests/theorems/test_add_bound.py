@@ -224,11 +224,16 @@ def test_certain_participation_keeps_the_trivial_bounds() -> None:
     from minsep.schemes.b_min_sep import BMinSep
     from minsep.strategies import BandedToeplitz
 
-    model = BMinSep.from_rate(64, 1 / 8, min_sep=8).loss_model(BandedToeplitz.optimal(64, 2))
-    bound = add_bound(model, 2.0)
+    strategy = BandedToeplitz.optimal(64, 2)
+    cold = BMinSep.from_rate(64, 1 / 8, min_sep=8, warm_start=False)
+    bound = add_bound(cold.loss_model(strategy), 2.0)
     assert bound.delta(2.0) == 1.0 and bound.delta(50.0) == 1.0
     assert bound.delta(sys.float_info.max) == 1.0  # not 0 at the stand-in's threshold
     assert math.isinf(bound.epsilon(1e-6))  # no finite epsilon for a route to raise to
+    # warm, p = 1 is balls-in-bins (docs/rdp-escort.md §10.9): the class-wise bound of §10.2
+    warm = BMinSep.from_rate(64, 1 / 8, min_sep=8).loss_model(strategy)
+    classwise = add_bound(warm, 2.0)
+    assert 0.0 < classwise.delta(2.0) < 1.0 and math.isfinite(classwise.epsilon(1e-6))
 
 
 def test_empty_pattern_floor_is_never_below_the_inflated_threshold() -> None:
