@@ -404,7 +404,7 @@ def choose_route(
             began = time.process_time()
             m = escort_samples(delta, log_s, precision, candidates)
             pilot = accountant.pilot_samples or min(max(m // 4, 1000), ESCORT_PILOT)
-            add_m, add = None, None
+            add_m, add, bounds = None, None, 1  # bounds: add bounds the check computed
             extra: float | None = 0.0
             if question == "calibrate":  # the add direction by a bound or plain draws
                 top = accountant.sweep.sigma_high
@@ -414,6 +414,7 @@ def choose_route(
                 add_m, extra = plan.samples, plan.seconds
                 add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"
                 if plan.centre is not None:  # the walk moves up: its support bound shrinks
+                    bounds = BOUND_STEPS + 1  # the entries pay one bound each
                     sigma = plan.centre
                     log_s = _sweep_support(accountant, model, sigma, numbers)
                     m = escort_samples(delta, log_s, precision, candidates)
@@ -421,10 +422,7 @@ def choose_route(
             else:
                 numbers3 = (epsilon, sigma, delta)
                 add = epsilon_add(model, numbers3, precision, seed, (m, pilot, candidates))
-            spent = time.process_time() - began
-            if question == "calibrate" and plan.centre is not None:  # one bound per entry
-                spent /= BOUND_STEPS + 1
-            costs = attrs.evolve(costs, add=spent)
+            costs = attrs.evolve(costs, add=(time.process_time() - began) / bounds)
             if add is None:
                 why_not = _add_reason(model, epsilon, sigma)
             else:
