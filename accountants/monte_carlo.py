@@ -40,6 +40,7 @@ from minsep.accountants.monte_carlo_proposal import Asked, Chosen, choose_propos
 from minsep.accountants.monte_carlo_run import RunSettings, as_run_settings, shared_loss_model
 from minsep.accountants.monte_carlo_sweep import CalibrationSweep, as_sweep
 from minsep.accountants.routes import CANDIDATES, EscortPlanner, Route, choose_route
+from minsep.accountants.truncation_route import reduce_route, reducing
 from minsep.framework import validation as v
 from minsep.framework.backend import get_backend, requested_kernels
 from minsep.framework.errors import ConfigurationError, NotAccountableError
@@ -278,9 +279,7 @@ class MonteCarloAccountant(Accountant):
         ``sigma``. Raises ConfigurationError when the chunk does not fit the memory budget."""
         return self._plan(self._model(scheme, strategy), question, sigma, measure=measure)
 
-    def _plan(
-        self, model: PrivacyLossModel, question: str, sigma: float, *, measure: bool
-    ) -> RunPlan:
+    def _plan(self, model: PrivacyLossModel, question: str, sigma: float, measure: bool) -> RunPlan:
         stages = planning.stages(question, self._pilot(), self.samples, self.calibration_sweep)
         executor = self._executor()
         return planning.plan_run(
@@ -299,16 +298,11 @@ class MonteCarloAccountant(Accountant):
         probe; escort: :class:`~minsep.accountants.routes.EscortPlanner`), log it and refuse
         it over ``max_seconds`` (:func:`~minsep.accountants.monte_carlo_plan.announce`)."""
         planner: planning.Planner = (
-            planning.PlainPlanner(functools.partial(self._plan_at, model, question, sigma))
+            planning.PlainPlanner(functools.partial(self._plan, model, question, sigma))
             if proposal is None
             else EscortPlanner(self, model, proposal, question, sigma, epsilon)
         )
         planning.announce(planner, self.run)
-
-    def _plan_at(
-        self, model: PrivacyLossModel, question: str, sigma: float, measure: bool
-    ) -> RunPlan:
-        return self._plan(model, question, sigma, measure=measure)
 
     def route(
         self,
@@ -322,6 +316,7 @@ class MonteCarloAccountant(Accountant):
         """This accountant with the proposal and samples of the cheaper sound route for
         ``question`` at ``precision`` (:func:`~minsep.accountants.routes.choose_route`), and
         the route; a refused route (over ``max_seconds``) leaves the accountant unchanged."""
+        scheme, numbers = reduce_route(self, scheme, strategy, question, numbers)  # §6.2
         model = self._model(scheme, strategy)
         delta = float(numbers["delta"])
         plain_m = samples_for_precision(delta, precision, candidates=CANDIDATES[question])
@@ -380,6 +375,7 @@ class MonteCarloAccountant(Accountant):
 
     # -- questions ------------------------------------------------------------------------
 
+    @reducing
     @_holding_checkpoint
     def _epsilon(self, question: Question) -> EpsilonResult:
         """Certified epsilon at ``delta`` by EVR; ``epsilon`` is the point estimate.
@@ -436,6 +432,7 @@ class MonteCarloAccountant(Accountant):
             ),
         )
 
+    @reducing
     @_holding_checkpoint
     def _delta(self, question: Question) -> DeltaResult:
         """Certified delta at ``epsilon`` by EVR; ``delta`` is the empirical estimate."""
@@ -475,6 +472,7 @@ class MonteCarloAccountant(Accountant):
             ),
         )
 
+    @reducing
     @_holding_checkpoint
     def _calibrate(self, question: Question) -> CalibrationResult:
         """Smallest certified sigma by Algorithm 5 over a geometric sweep.

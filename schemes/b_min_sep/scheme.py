@@ -15,7 +15,7 @@ lists, so a step costs O(batch size), not O(N).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -31,6 +31,9 @@ from minsep.framework.validation import steps as steps_validator
 from minsep.schemes import _accounting as acc
 from minsep.schemes._sampling import AvailabilityPool
 from minsep.schemes.base import Keep, SchemeBase, as_batch, boolean, dataset_size
+
+if TYPE_CHECKING:
+    from minsep.schemes.truncated.reduction import TruncationReduction
 
 # Rates within this relative slack of 1/b are treated as 1/b (p = 1).
 _RATE_SLACK = 1e-12
@@ -236,6 +239,22 @@ class BMinSep(SchemeBase):
         return acc.chain_loss_model(
             strategy, chain, dataset_size=dataset_size, max_batch_size=max_batch_size
         )
+
+    def truncation_reduction(
+        self, strategy: Strategy, dataset_size: int, max_batch_size: int
+    ) -> TruncationReduction:
+        """This scheme's pair standing in for its truncation to B_max (docs/math.md §6.2):
+        the overheads from the marginals and the binomial tails of the other examples' counts."""
+        from minsep.schemes.truncated.reduction import TruncationReduction, truncation_overheads
+
+        self.loss_model(strategy)  # the untruncated pair must exist for this strategy
+        overheads = truncation_overheads(
+            self.participation_probabilities(),
+            dataset_size,
+            max_batch_size,
+            self.participation_chain().log_no_participation(),
+        )
+        return TruncationReduction(self, overheads, max_batch_size)
 
     def participation_chain(self) -> ParticipationChain:
         """The availability chain (b = min_sep, p, cold or warm) for exact RDP accounting."""

@@ -38,6 +38,8 @@ from minsep.schemes.base import dataset_size as size_of
 if TYPE_CHECKING:
     from dp_accounting.dp_event import DpEvent
 
+    from minsep.schemes.truncated.reduction import TruncationReduction
+
 #: The index that marks an empty (padding) slot of a truncated batch.
 PADDING = -1
 
@@ -226,6 +228,18 @@ class Truncated(SamplingScheme):
             )
         model: PrivacyLossModel = hook(strategy, self.dataset_size, self.max_batch_size)
         return model
+
+    def reduction(self, strategy: Strategy) -> TruncationReduction:
+        """``base.truncation_reduction(strategy, dataset_size, max_batch_size)``: the base's
+        untruncated pair with the additive overheads of docs/math.md §6.2."""
+        hook = getattr(self.base, "truncation_reduction", None)
+        if hook is None:
+            raise NotAccountableError(
+                f"scheme {self.base.name!r} has no reduction of its truncation to the "
+                "untruncated pair (docs/math.md §6.2)"
+            )
+        reduction: TruncationReduction = hook(strategy, self.dataset_size, self.max_batch_size)
+        return reduction
 
     def dp_event(self, strategy: Strategy, sigma: float) -> DpEvent:
         """``base.truncated_dp_event(strategy, sigma, dataset_size, max_batch_size)``."""
