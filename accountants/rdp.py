@@ -43,6 +43,7 @@ from minsep.accountants.add_bound import AddDirectionBound, ChernoffAddBound
 from minsep.accountants.gaussian import GaussianAccountant, gaussian_delta, smallest_epsilon
 from minsep.accountants.moment_laws import MomentLaw, moment_law, moments_of
 from minsep.accountants.pld import check_sigma, conservative_sigma
+from minsep.accountants.truncation_route import reduced_base, reducing
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import (
     Accountant,
@@ -189,6 +190,8 @@ class RdpAccountant(Accountant):
     sound: ClassVar[bool] = True
     #: Amplified, so tighter than the unamplified Gaussian bound: tried before it.
     rank: ClassVar[int] = 10
+    #: A truncated scheme is answered only through the reduction (docs/math.md §6.2).
+    requires_reduction: ClassVar[bool] = True
     command_line_options: ClassVar[Mapping[str, str] | None] = {}
 
     orders: tuple[int, ...] | None = attrs.field(
@@ -253,7 +256,9 @@ class RdpAccountant(Accountant):
 
     def why_not(self, scheme: SamplingScheme, strategy: Strategy) -> str | None:
         """Declines schemes without a b-min-sep chain or a phase mixture, ``bands > b`` and
-        too large state spaces."""
+        too large state spaces; a truncated scheme is judged by its untruncated base (answered
+        through the reduction of docs/math.md §6.2 where truncation is rare)."""
+        scheme = reduced_base(scheme, strategy)
         law = moment_law(scheme)
         if law is None:
             return (
@@ -333,6 +338,7 @@ class RdpAccountant(Accountant):
 
     # --- queries -------------------------------------------------------------------------
 
+    @reducing
     def _epsilon(self, question: Question) -> EpsilonResult:
         """epsilon(delta) at ``sigma``: the larger of the two directions' bounds."""
         q = question
@@ -340,6 +346,7 @@ class RdpAccountant(Accountant):
         value, notes = self._epsilon_of(bound, q.delta)
         return q.bound_epsilon(value, "rdp", notes)
 
+    @reducing
     def _delta(self, question: Question) -> DeltaResult:
         """delta(epsilon) at ``sigma``: the larger of the two directions' bounds."""
         q = question
@@ -356,6 +363,7 @@ class RdpAccountant(Accountant):
         )
         return q.bound_delta(value, "rdp", notes)
 
+    @reducing
     def _calibrate(self, question: Question) -> CalibrationResult:
         """The smallest sigma (within ``sigma_rtol``) whose RDP epsilon(delta) <= ``epsilon``.
 

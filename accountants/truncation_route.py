@@ -41,6 +41,7 @@ __all__ = [
     "MAX_OVERHEAD_SHARE",
     "Reduced",
     "reduce_question",
+    "reduced_base",
     "reduce_route",
     "reducing",
 ]
@@ -113,27 +114,32 @@ class Reduced:
 def _reduction(
     accountant: Any, scheme: SamplingScheme, strategy: Strategy, kind: str, delta: float,
     epsilon: float,
-) -> tuple[TruncationReduction, float] | None:  # fmt: skip
-    """The reduction serving this question and its budget, or None (the direct route)."""
+) -> tuple[TruncationReduction, float] | str | None:  # fmt: skip
+    """The reduction serving this question and its budget; None where the scheme has none
+    (or the proposal is plain); else why it does not serve (the direct route)."""
     hook = getattr(scheme, "reduction", None)
-    if hook is None or str(accountant.proposal) == "plain":
+    if hook is None or str(getattr(accountant, "proposal", "auto")) == "plain":
         return None
     try:
         reduction: TruncationReduction = hook(strategy)
-    except (NotAccountableError, ConfigurationError):
-        return None
+    except (NotAccountableError, ConfigurationError) as exc:
+        return str(exc)
     overheads = reduction.overheads
     if kind == "epsilon":
         budget = overheads.epsilon_budget(delta, EPSILON_SHARE)
     elif kind in ("calibrate", "delta"):
         budget = overheads.at(epsilon)
     else:
-        return None
-    if kind == "delta":  # plain verification cannot resolve deltas below about 1 / samples
-        fits = budget <= 1.0 / accountant.samples
-    else:
-        fits = overheads.why_not(budget, delta, MAX_OVERHEAD_SHARE) is None
-    return (reduction, budget) if fits else None
+        return f"the {kind} question has no truncation reduction (docs/math.md §6.2)"
+    samples = getattr(accountant, "samples", None)
+    if kind == "delta" and samples is not None and budget > 1.0 / samples:
+        # plain verification cannot resolve deltas below about 1 / samples anyway
+        return f"the truncation overhead {budget:.4g} at epsilon {epsilon:g} exceeds 1 / samples"
+    if kind != "delta":
+        why = overheads.why_not(budget, delta, MAX_OVERHEAD_SHARE)
+        if why is not None:
+            return why
+    return reduction, budget
 
 
 def reduce_question(accountant: Any, question: Question) -> Reduced | None:
@@ -142,7 +148,9 @@ def reduce_question(accountant: Any, question: Question) -> Reduced | None:
         accountant, question.scheme, question.strategy, question.name, question.delta,
         question.epsilon,
     )  # fmt: skip
-    if found is None:
+    if found is None or isinstance(found, str):
+        if isinstance(found, str) and getattr(accountant, "requires_reduction", False):
+            raise ConfigurationError(f"{type(accountant).__name__}: {found}")
         return None
     reduction, budget = found
     fields: dict[str, Any] = {"scheme": reduction.base}
@@ -160,9 +168,22 @@ def reduce_route(
     delta = float(numbers.get("delta", math.nan))
     epsilon = float(numbers.get("epsilon", math.nan))
     found = _reduction(accountant, scheme, strategy, question, delta, epsilon)
-    if found is None or not math.isfinite(delta):
+    if found is None or isinstance(found, str) or not math.isfinite(delta):
         return scheme, dict(numbers)
     return found[0].base, {**numbers, "delta": delta - found[1]}
+
+
+def reduced_base(scheme: SamplingScheme, strategy: Strategy) -> SamplingScheme:
+    """The untruncated base of a scheme with a reduction (``scheme`` itself otherwise, or
+    where the reduction is refused: its question then says why)."""
+    hook = getattr(scheme, "reduction", None)
+    if hook is None:
+        return scheme
+    try:
+        base: SamplingScheme = hook(strategy).base
+    except (NotAccountableError, ConfigurationError):
+        return scheme
+    return base
 
 
 def reducing(method: Callable[[Any, Question], R]) -> Callable[[Any, Question], R]:

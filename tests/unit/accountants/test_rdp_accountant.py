@@ -19,6 +19,7 @@ from minsep.framework.participation import ParticipationChain
 from minsep.framework.registries import accountants, schemes
 from minsep.schemes.b_min_sep import BMinSep
 from minsep.schemes.poisson import Poisson
+from minsep.schemes.truncated import Truncated
 from minsep.strategies import BandedToeplitz, Identity
 from tests.theorems import oracles
 
@@ -200,9 +201,23 @@ def test_declines_schemes_without_a_chain(name: str) -> None:
         RdpAccountant().epsilon(scheme, Identity(), 1.0, 1e-5)
 
 
-def test_declines_truncated_b_min_sep() -> None:
-    truncated = schemes.get("truncated").example()
-    assert RdpAccountant().why_not(truncated, Identity()) is not None
+def test_truncated_b_min_sep_only_through_the_reduction() -> None:
+    """docs/math.md §6.2: frequent truncation is refused at the question with the reason; rare
+    truncation answers the untruncated pair's bound at delta - B (raised where not covered)."""
+    frequent = schemes.get("truncated").example()  # mean batch 20 against B_max = 15
+    assert RdpAccountant().why_not(frequent, Identity()) is None  # judged by its base
+    with pytest.raises(ConfigurationError, match="not rare enough"):
+        RdpAccountant().epsilon(frequent, Identity(), 1.0, 1e-5)
+    base = BMinSep(n_steps=12, rate=0.1, min_sep=3)
+    rare = Truncated(base=base, max_batch_size=60, dataset_size=200)
+    overheads = rare.reduction(Identity()).overheads
+    budget = overheads.epsilon_budget(1e-5, 0.05)
+    got = RdpAccountant().epsilon(rare, Identity(), 1.0, 1e-5)
+    untruncated = RdpAccountant().epsilon(base, Identity(), 1.0, 1e-5 - budget).epsilon
+    expected = untruncated if overheads.covers(untruncated, budget) else overheads.epsilon_floor
+    assert got.certified_epsilon == max(untruncated, expected)
+    assert got.scheme == rare.public_parameters()
+    assert got.certified_epsilon >= RdpAccountant().epsilon(base, Identity(), 1.0, 1e-5).epsilon
 
 
 def test_declines_min_sep_below_bands() -> None:
