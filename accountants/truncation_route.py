@@ -41,8 +41,8 @@ __all__ = [
     "MAX_OVERHEAD_SHARE",
     "Reduced",
     "reduce_question",
-    "reduced_base",
     "reduce_route",
+    "reduced_base",
     "reducing",
 ]
 
