@@ -56,6 +56,7 @@ from minsep.framework.compare_output import (
     recommended_samples,
     sample_warnings,
 )
+from minsep.framework.compare_parallel import parallel_rows, row_processes
 from minsep.framework.compare_plan import RowPlan, plan
 from minsep.framework.compare_row import ComparisonRow
 from minsep.framework.compare_setup import DEFAULT_EPSILON, ComparisonSetup, available_families
@@ -131,6 +132,12 @@ def _evaluate(setup: ComparisonSetup, item: RowPlan, accountant: Accountant) -> 
     )
 
 
+def evaluate_row(setup: ComparisonSetup, item: RowPlan) -> ComparisonRow:
+    """One row with its own accountant (a row of :func:`parallel_rows`)."""
+    accountant = build_accountant(item.accountant, setup.accountant_options, strict=False)
+    return _evaluate(setup, item, accountant)
+
+
 def _calibrated(
     setup: ComparisonSetup, item: RowPlan, accountant: Accountant, found: dict[str, Any]
 ) -> str:
@@ -200,12 +207,18 @@ def compare(setup: ComparisonSetup, progress: Progress | None = None) -> list[Co
         return made[name]
 
     items = plan(setup, accountant_for)
+    processes = row_processes(setup, items)
+    results = (
+        parallel_rows(setup, items, processes, evaluate_row)
+        if processes > 1
+        else (_evaluate(setup, item, accountant_for(item.accountant)) for item in items)
+    )
     rows: list[ComparisonRow] = []
     for item in items:
         if progress is not None:
             label = f"{item.label} {item.strategy_name} b={item.scheme.min_separation}"
             progress(len(rows), len(items), label)
-        rows.append(_evaluate(setup, item, accountant_for(item.accountant)))
+        rows.append(next(results))
     if progress is not None:
         progress(len(rows), len(items), "")
     finite = [r.mse for r in rows if r.mse is not None and math.isfinite(r.mse)]

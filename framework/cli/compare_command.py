@@ -154,7 +154,9 @@ def _add_monte_carlo_arguments(mc: argparse._ArgumentGroup) -> None:
     mc.add_argument(
         "--workers",
         type=parse_workers,
-        help="Monte Carlo worker processes, or auto (default: the CPUs free now)",
+        help="worker processes, or auto (default: the CPUs free now); with two or more and "
+        "several Monte Carlo rows, that many rows run at once, one worker each (the same "
+        "table as one worker)",
     )
 
 

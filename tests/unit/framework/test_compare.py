@@ -24,11 +24,13 @@ from minsep.framework.compare import (
     format_json,
     format_table,
 )
+from minsep.framework.compare_parallel import row_processes
+from minsep.framework.compare_plan import plan
 from minsep.framework.errors import CalibrationError, ConfigurationError
 from minsep.framework.interfaces import Accountant, Question
 from minsep.framework.registries import schemes
 from minsep.framework.results import CalibrationResult
-from minsep.framework.setup import build_strategy
+from minsep.framework.setup import build_accountant, build_strategy
 
 # A tiny setup: 32 steps at p0 = 1/8; exact families only unless a test asks for more.
 EXACT = ("poisson", "cyclic_poisson", "unamplified")
@@ -275,6 +277,30 @@ def test_monte_carlo_families_at_a_tiny_setup() -> None:
         assert row.method == "monte_carlo"
         if row.sigma is not None:
             assert row.epsilon == 4.0 and 0 < row.failure_probability < 1
+
+
+def test_rows_on_two_processes_equal_the_serial_rows() -> None:
+    """framework/compare_parallel.py: rows run two at a time (each accountant on one worker)
+    give the serial table, in table order, with the progress callback still called per row."""
+    setup = tiny(
+        families=("poisson", "balls_in_bins", "b_min_sep"),
+        bands=(1, 2),
+        min_seps=(2, 8),
+        epsilon=4.0,
+        delta=1e-2,
+    )
+    serial = compare(attrs.evolve(setup, accountant_options={**MC_OPTIONS, "workers": 1}))
+    two = attrs.evolve(setup, accountant_options={**MC_OPTIONS, "workers": 2})
+    assert row_processes(two, plan(two, lambda name: build_accountant(name, {}))) == 2
+    seen: list[int] = []
+    parallel = compare(two, progress=lambda done, total, label: seen.append(done))
+    assert seen == list(range(len(parallel) + 1))
+
+    def table(rows: list[ComparisonRow]) -> list[tuple[Any, ...]]:
+        return [(r.family, r.bands, r.min_sep, r.sigma, r.epsilon, r.samples) for r in rows]
+
+    assert table(parallel) == table(serial)
+    assert sum(r.accountant == "monte_carlo" for r in serial) >= 2
 
 
 # --- the command --------------------------------------------------------------------------------
