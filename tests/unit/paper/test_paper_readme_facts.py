@@ -45,6 +45,18 @@ def test_certified_sigma_and_its_reductions_match_the_outputs() -> None:
     assert f"{100 * (cyclic - paper) / (cyclic - sgd):.0f} % (not 60 %)" in TEXT
 
 
+def test_certified_truncated_sigma_matches_the_outputs() -> None:
+    truncated = json.loads(
+        (OUTPUT_DIR / "production_certified_truncated.json").read_text(encoding="utf-8")
+    )
+    part = truncated["settings"]["part6"]
+    assert f"σ = {part['result']['sigma']:.4f}" in TEXT
+    proposal = part["result"]["monte_carlo"]["proposal"]
+    assert proposal["method"] == "truncation_reduction"
+    assert f"δ − {proposal['budget'] * 1e9:.2f}e-9" in TEXT
+    assert f"{part['cpu_s_this_process']:.1f} CPU-s with one worker" in TEXT
+
+
 def test_the_file_list_names_every_script() -> None:
     scripts = sorted(p.name for p in OUTPUT_DIR.parent.glob("*.py") if p.stem != "__init__")
     files = TEXT[TEXT.index("## Files") :]

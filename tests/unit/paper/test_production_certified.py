@@ -37,3 +37,26 @@ def test_markdown_reports_the_certified_sigma_next_to_cyclic_poisson() -> None:
     assert "0.41" in text and "0.47" in text  # certified sigma and the paper's
     assert "cyclic Poisson" in text  # the exact PLD rows from production.py's outputs
     assert "production DP-SGD" in text and "4.8e+10" in text
+
+
+def test_truncated_markdown_states_what_the_paper_tested() -> None:
+    part6 = {
+        "result": {
+            "sigma": 0.4556,
+            "monte_carlo": {
+                "base_delta": 2.2e-9,
+                "proposal": {
+                    "method": "truncation_reduction",
+                    "expected_truncations": 1.5e-5,
+                    "participation": 1.8e-9,
+                    "budget": 4.7e-9,
+                },
+            },
+        },
+        "wall_s": 90.0,
+        "workers": 1,
+        "cpu_s_this_process": 89.6,
+    }
+    text = pc.truncated_markdown(part6)
+    assert "0.4556" in text and "4.7e-09" in text and "89.6" in text
+    assert "{0.56, 0.5, 0.47, 0.44}" in text and "(0.44, 0.47]" in text
