@@ -247,7 +247,9 @@ class BMinSep(SchemeBase):
         the overheads from the marginals and the binomial tails of the other examples' counts."""
         from minsep.schemes.truncated.reduction import TruncationReduction, truncation_overheads
 
-        self.loss_model(strategy)  # the untruncated pair must exist for this strategy
+        # the App. D pair must exist for this strategy (banded, bands <= b): §6.2 compares it
+        # with the untruncated pair of the same C
+        self.truncated_loss_model(strategy, dataset_size, max_batch_size)
         overheads = truncation_overheads(
             self.participation_probabilities(),
             dataset_size,
