@@ -211,14 +211,19 @@ def compare(setup: ComparisonSetup, progress: Progress | None = None) -> list[Co
     results = (
         parallel_rows(setup, items, processes, evaluate_row)
         if processes > 1
-        else (_evaluate(setup, item, accountant_for(item.accountant)) for item in items)
+        else (
+            (i, _evaluate(setup, it, accountant_for(it.accountant))) for i, it in enumerate(items)
+        )
     )
-    rows: list[ComparisonRow] = []
-    for item in items:
+    done: dict[int, ComparisonRow] = {}
+    for _ in items:
         if progress is not None:
+            item = next(it for i, it in enumerate(items) if i not in done)
             label = f"{item.label} {item.strategy_name} b={item.scheme.min_separation}"
-            progress(len(rows), len(items), label)
-        rows.append(next(results))
+            progress(len(done), len(items), label)
+        index, row = next(results)
+        done[index] = row
+    rows = [done[i] for i in range(len(items))]
     if progress is not None:
         progress(len(rows), len(items), "")
     finite = [r.mse for r in rows if r.mse is not None and math.isfinite(r.mse)]

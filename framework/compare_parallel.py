@@ -6,8 +6,8 @@ workers leaves cores idle. With ``workers`` >= 2 and at least two Monte Carlo ro
 themselves run on a process pool of that many workers instead, each row's accountant on one
 worker (``workers = 1``). Every row is a pure function of the setup and its index (its draws are
 seeded by chunk, the same bits on any executor), so the table is the same as the serial one;
-rows are submitted at once (a long row does not hold back the others) and come back in table
-order.
+rows are submitted at once, the likely slow ones first (a long row started last would hold up
+the end), and put back in table order.
 """
 
 from __future__ import annotations
@@ -57,17 +57,28 @@ class RowTask:
         return self.evaluate(self.setup, self.items[index])
 
 
+def _cost_hint(setup: ComparisonSetup, item: RowPlan) -> float:
+    """A rough rank of a row's cost, to start the slow rows first (scheduling only): exact rows
+    0, Monte Carlo rows their min-sep b (a larger b: fewer affordable escort orders), 1 where
+    b p0 >= 1 (the example participates once per b steps: a cheap escort)."""
+    if item.accountant != MONTE_CARLO:
+        return 0.0
+    b = item.scheme.min_separation
+    return 1.0 if b * setup.rate >= 1.0 else float(b)
+
+
 def parallel_rows(
     setup: ComparisonSetup,
     items: Sequence[RowPlan],
     processes: int,
     evaluate: Callable[[ComparisonSetup, RowPlan], ComparisonRow],
-) -> Iterator[ComparisonRow]:
-    """The rows of ``items`` in order, evaluated ``processes`` at a time, each row's
-    accountant on one worker."""
+) -> Iterator[tuple[int, ComparisonRow]]:
+    """``(index, row)`` for every row of ``items`` as they finish (the slow ones submitted
+    first), evaluated ``processes`` at a time, each row's accountant on one worker."""
     from minsep.framework.montecarlo.executors import ProcessExecutor
 
     single: dict[str, Any] = {**setup.accountant_options, "workers": 1, "executor": "local"}
     task = RowTask(attrs.evolve(setup, accountant_options=single), tuple(items), evaluate)
+    order = sorted(range(len(items)), key=lambda i: -_cost_hint(setup, items[i]))
     pool = ProcessExecutor(max_workers=processes, ahead=max(1, -(-len(items) // processes)))
-    yield from pool.map(task, range(len(items)))
+    yield from zip(order, pool.map(task, order), strict=True)
