@@ -36,13 +36,24 @@ from minsep.framework.montecarlo.proposals import SweepQuestion
 from minsep.framework.montecarlo.sampling import EngineConfig
 from minsep.framework.montecarlo.sweeps import FALLBACK
 
-__all__ = ["ADD_BATCH", "AddDraws", "EscortSweep", "SweepEscorts", "escort_sweep"]
+__all__ = [
+    "ADD_BATCH",
+    "ADD_FIRST_SAMPLES",
+    "AddDraws",
+    "EscortSweep",
+    "SweepEscorts",
+    "escort_sweep",
+]
 
 #: Sweep entries whose plain add draws one sampling call evaluates (:class:`AddDraws`): a walk
 #: from its start (two entries above the pilot's centre) to its first failure checks four to
 #: six entries, and every call draws afresh (each entry evaluated costs about 0.6 draws), so
 #: about one call's worth, not the whole sweep.
 ADD_BATCH = 6
+#: Escort draws per entry from which an entry's add-direction bound (§10, §10.1: seconds) is
+#: checked before its escort draws: where the bound binds (docs/rdp-escort.md §8) the entries
+#: below its sigma fail on it, and their draws would be wasted.
+ADD_FIRST_SAMPLES = 200_000
 
 
 @attrs.frozen
@@ -235,13 +246,21 @@ class EscortSweep:
 
     def check(self, index: int) -> tuple[float, bool]:
         """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
-        and the add direction's route (its bounds only where the remove direction passed: the
-        observed delta of a failing entry may then be the remove direction's alone); an entry
-        past the runnable ones fails (NaN)."""
+        and the add direction's route; an entry passes when both do, so the cheaper check runs
+        first and the other only where it passed (the observed delta of a failing entry may
+        then be one direction's alone). Plain add draws and the §10.1 block bound (seconds)
+        come after the escort's draws unless those number :data:`ADD_FIRST_SAMPLES` or more;
+        an entry past the runnable ones fails (NaN)."""
         eps = self.epsilon
         setup = self.escorts.setup(index, eps)
         if setup is None:
             return math.nan, False
+        bounded = None
+        add_first = self.add_draws is None and self.samples >= ADD_FIRST_SAMPLES
+        if add_first and not self.is_settled(index):
+            bounded = self._bounded_add_delta(index)
+            if bounded > self.delta:
+                return bounded, False
         observed, passed = 0.0, True
         if setup.log_support(eps) > math.log(self.delta):
             escorts = self.escorts
@@ -262,10 +281,8 @@ class EscortSweep:
             add_mean = self.add_draws.delta(index)
             observed = max(observed, add_mean)
             passed = passed and add_mean <= self.add_base
-        elif not settled:  # no plain add draws: §10 and §10.1
-            # (skipped where the remove direction already failed: the entry fails either way,
-            # and the §10.1 block bound is the costliest check of an entry)
-            add_delta = self._bounded_add_delta(index)
+        elif not settled:  # no plain add draws: §10 and §10.1 (computed above, or now)
+            add_delta = self._bounded_add_delta(index) if bounded is None else bounded
             observed = max(observed, add_delta)
             passed = passed and add_delta <= self.delta
         return observed, passed

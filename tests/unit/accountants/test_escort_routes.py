@@ -236,3 +236,35 @@ def test_an_entry_whose_remove_direction_fails_skips_the_add_bounds(
     assert not passed and observed < 1.0 and asked == []
     observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)  # it passes: add decides
     assert not passed and observed == 1.0 and asked == [2]
+
+
+def test_an_entry_with_many_escort_draws_checks_its_add_bound_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From ADD_FIRST_SAMPLES escort draws per entry, the add bound (seconds) runs first: an
+    entry it fails fails without a single escort draw; one it passes still draws."""
+    from minsep.accountants import escort_sweep as module
+
+    model, sweep = bmin_sep(), (1.6, 1.3, 1.1)
+    escorts = EscortProposal().sweep_plan(model, sweep, 1.5)
+    plan = escort_sweep(model, SweepQuestion(sweep, 1.5, 1e-2, 2_000, 1, QUIET, 1), escorts, False)
+    unsettled = attrs.evolve(plan, settled=(False,) * 3)
+    monkeypatch.setattr(module, "ADD_FIRST_SAMPLES", 1_000)
+    drawn: list[int] = []
+    real_sampler = module.EscortSampler
+
+    def counting(*args: object, **kwargs: object) -> object:
+        drawn.append(1)
+        return real_sampler(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "EscortSampler", counting)
+    monkeypatch.setattr(type(plan), "_bounded_add_delta", lambda self, index: 1.0)
+    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)
+    assert not passed and observed == 1.0 and drawn == []
+    monkeypatch.setattr(type(plan), "_bounded_add_delta", lambda self, index: 0.0)
+    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)
+    assert passed and drawn == [1]
+    monkeypatch.setattr(module, "ADD_FIRST_SAMPLES", 10**9)  # few draws: escort first, as before
+    monkeypatch.setattr(type(plan), "_bounded_add_delta", lambda self, index: 1.0)
+    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)
+    assert not passed and drawn == [1, 1]
