@@ -505,7 +505,8 @@ class MonteCarloAccountant(Accountant):
         if centre is None:
             centre = grid.centre(model, epsilon, delta, proposal, self.samples, **pilot)
         sweep = grid.points(centre) if proposal is None else grid.escort_points(centre)
-        start = 0 if proposal is None else grid.walk_start()  # escort entries draw afresh
+        at_centre = proposal is not None and routes.routed_start(self, model, float(epsilon))
+        start = 0 if proposal is None else grid.walk_start(at_centre)  # entries draw afresh
         result = calibrate_sweep(
             model, sweep, epsilon, delta, samples=self.samples, seed=seed, config=config,
             proposal=proposal, start=start,

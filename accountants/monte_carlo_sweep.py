@@ -139,13 +139,13 @@ class CalibrationSweep:
         above = max(self.sweep_size // 3, 1)
         return self.points(centre)[: len(self.sweep_guards) + above + END_BELOW_CENTRE + 1]
 
-    def walk_start(self) -> int:
+    def walk_start(self, at_centre: bool = False) -> int:
         """The index of :meth:`points` where an escort calibration's first walk begins:
-        :data:`START_ABOVE_CENTRE` fine entries above the centre (the guards and the entries
-        above it are walked only if it fails; :func:`~minsep.framework.montecarlo.
-        calibrate_sweep`)."""
+        :data:`START_ABOVE_CENTRE` fine entries above the centre, or the centre itself with
+        ``at_centre`` (the guards and the entries above it are walked only if it fails;
+        :func:`~minsep.framework.montecarlo.calibrate_sweep`)."""
         above = max(self.sweep_size // 3, 1)
-        return len(self.sweep_guards) + max(above - START_ABOVE_CENTRE, 0)
+        return len(self.sweep_guards) + max(above - (0 if at_centre else START_ABOVE_CENTRE), 0)
 
     def coarse_steps(self) -> int:
         """Sigmas the pilot's coarse walk tries (factors of 2 from ``sigma_high`` down)."""

@@ -103,14 +103,13 @@ _MEASURED: dict[int, tuple[object, float, EscortCosts]] = {}
 
 @attrs.frozen
 class EscortCosts:
-    """CPU seconds of an escort run's parts at order ``order``, measured in this process
-    (docs/rdp-escort.md §8, cost): ``fixed``, one sampling batch's fixed cost (the backward
-    walks' recomputation of the forward messages, about one pass), and ``per_draw``
-    (:func:`~.escort_engine.measure_escort_seconds`); for a calibration, what the route's own
-    pilot work took: ``locate`` (its locating pilot: each step's ``ln Z`` passes and
-    :data:`ROUTE_PILOT` draws), ``plan`` (the sweep plan: every order's pass at the sweep's
-    smallest sigma) and ``add`` (the add direction's bounds at one sigma, paid per entry);
-    ``centre``: the sigma its locating pilot found (:func:`routed_centre`)."""
+    """CPU seconds of an escort run's parts at order ``order`` (docs/rdp-escort.md §8, cost):
+    ``fixed``, one sampling batch's fixed cost (about one forward pass), ``per_draw``
+    (:func:`~.escort_engine.measure_escort_seconds`); for a calibration, the route's pilot
+    work: ``locate`` (its locating pilot: ``ln Z`` passes and :data:`ROUTE_PILOT` draws per
+    step), ``plan`` (the sweep plan's passes) and ``add`` (the add bounds at one sigma, paid
+    per entry); ``centre``: where its pilot centred (:func:`routed_centre`), ``bound_centre``:
+    that is where the add bound starts to settle it (``bound_sigma``)."""
 
     order: int
     fixed: float
@@ -119,6 +118,7 @@ class EscortCosts:
     plan: float = 0.0
     add: float = 0.0
     centre: float | None = None
+    bound_centre: bool = False
 
 
 class Asker(Protocol):
@@ -350,6 +350,13 @@ def measured_costs(model: PrivacyLossModel, epsilon: float) -> EscortCosts | Non
     return kept[2]
 
 
+def routed_start(accountant: Asker, model: PrivacyLossModel, epsilon: float) -> bool:
+    """Whether a routed escort calibration's walk begins at its centre: where the add bound
+    starts to settle it there (``bound_sigma``; entries above only cost draws). Planning."""
+    costs = measured_costs(model, float(epsilon)) if accountant.routed is not None else None
+    return costs is not None and costs.bound_centre
+
+
 def routed_centre(accountant: Asker, model: PrivacyLossModel, epsilon: float) -> float | None:
     """Where an escort calibration that :func:`choose_route` routed centres its sweep: the
     sigma the route's own locating pilot found for this model and epsilon (stream 0 of seed
@@ -434,7 +441,8 @@ def choose_route(
                     seconds = None if seconds is None or extra is None else seconds + extra
                 if question == "calibrate":
                     _MEASURED.clear()
-                    _MEASURED[id(model)] = (model, epsilon, attrs.evolve(costs, centre=sigma))
+                    routed = attrs.evolve(costs, centre=sigma, bound_centre=bounds > 1)
+                    _MEASURED[id(model)] = (model, epsilon, routed)
                 escort = Route(
                     "escort",
                     m,

@@ -235,6 +235,16 @@ def test_a_routed_calibration_is_centred_by_the_routes_own_pilot() -> None:
     routes._MEASURED[id(model)] = (*kept[:2], attrs.evolve(kept[2], centre=moved))
     result = chosen.calibrate(scheme, strategy, 2.5, DELTA)
     assert result.candidates == chosen.calibration_sweep.escort_points(moved)
+    assert not routes.routed_start(chosen, model, 2.5)  # the pilot's own centre: walk above
+    grid = chosen.calibration_sweep
+    assert grid.walk_start(at_centre=True) == grid.walk_start() + min(
+        max(grid.sweep_size // 3, 1), 2
+    )
+    assert result.candidates[grid.walk_start(at_centre=True)] == pytest.approx(moved)
+    kept = routes._MEASURED[id(model)]
+    routes._MEASURED[id(model)] = (*kept[:2], attrs.evolve(kept[2], bound_centre=True))
+    assert routes.routed_start(chosen, model, 2.5)  # where the add bound binds: at the centre
+    assert not routes.routed_start(accountant(), model, 2.5)  # not routed
     routes._MEASURED.clear()
 
 
