@@ -122,9 +122,27 @@ def correlate(
             correlate(z[start:stop], c, out[start:stop], length=length, step=step, blocks=blocks,
                       rows=rows)  # fmt: skip
         return
-    bands = int(c.size)
-    plan = transforms(n, bands, length, step, blocks, rows)
-    plan.padded[:size, :n] = z
+    shape = (n, int(c.size), length, step, blocks, rows)
+    input_rows(*shape)[:size] = z
+    correlate_input(size, c, out, length=length, step=step, blocks=blocks, rows=rows)
+
+
+def input_rows(
+    n_steps: int, bands: int, length: int, step: int, blocks: int, rows: int
+) -> np.ndarray:
+    """``(rows, n)``: this thread's FFT input for the shape (its rows contiguous, zeros from n
+    on). Values written into its first rows are correlated by :func:`correlate_input` without
+    being copied (the noise blocks draw their normals straight into it)."""
+    return transforms(n_steps, bands, length, step, blocks, rows).padded[:, :n_steps]
+
+
+def correlate_input(
+    size: int, c: np.ndarray, out: np.ndarray, *, length: int, step: int, blocks: int, rows: int
+) -> None:
+    """:func:`correlate` of the first ``size <= rows`` rows of :func:`input_rows` into ``out``
+    (``(size, n)``); the other rows of the input are zeroed first."""
+    n = out.shape[1]
+    plan = transforms(n, int(c.size), length, step, blocks, rows)
     if size < rows:
         plan.padded[size:, :n] = 0.0
     plan.forward.execute()
