@@ -137,8 +137,8 @@ def _host_chain_steps(
     times: np.ndarray, n_steps: int, b: int, m: int, log_stay: float, rng: RandomSource
 ) -> np.ndarray:
     """The rounds of :func:`chain_steps` with the update of each round compiled."""
-    from minsep.schemes.kernels.buffers import reusable
     from minsep.schemes.kernels import sfc64
+    from minsep.schemes.kernels.buffers import reusable
     from minsep.schemes.kernels.cpu_kernels import chain_round, rounds_to_steps
     from minsep.schemes.kernels.fused import generator_of
 

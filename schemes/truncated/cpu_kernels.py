@@ -75,8 +75,8 @@ def table_counts_steps(
     :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the same order: per
     step, one uniform per sample, the table lookups (from the guide tables), then numpy's
     binomial for the samples whose N lies outside the tables (``low .. low + len(offsets) -
-    2``). ``ring`` ``(b - 1, S)`` (the counts' integer type) holds the last counts slot-major and ``barred`` their sums
-    (updated in place); ``counts`` is ``(S, n)``."""
+    2``). ``ring`` ``(b - 1, S)`` (the counts' integer type) holds the last counts slot-major
+    and ``barred`` their sums (updated in place); ``counts`` is ``(S, n)``."""
     rows = counts.shape[0]
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
