@@ -135,6 +135,23 @@ class Plan:
         else:
             self._overlap(z, c, out)
 
+    def input_block(self, size: int) -> np.ndarray | None:
+        """Where the ``size <= rows`` rows of a block may be drawn so that :meth:`run_input`
+        correlates them without copying them (FFTW's input array), or None (other engines:
+        draw elsewhere and :meth:`run`)."""
+        if self.engine != "fftw" or self.method == "direct" or size > self.rows:
+            return None
+        step = self.block_outputs
+        shape = (self.n_steps, self.bands, self.length, step, self.blocks, self.rows)
+        return fftw_correlation.input_rows(*shape)[:size]
+
+    def run_input(self, size: int, c: np.ndarray, out: np.ndarray) -> None:
+        """:meth:`run` on the rows drawn into :meth:`input_block`."""
+        fftw_correlation.correlate_input(
+            size, c, out, length=self.length, step=self.block_outputs, blocks=self.blocks,
+            rows=self.rows,
+        )  # fmt: skip
+
     def _scratch(self, role: str, rows: int, *shape: int, dtype: type = np.float64) -> np.ndarray:
         return reusable((max(rows, self.rows), *shape), dtype, role=role)[:rows]
 

@@ -48,11 +48,66 @@ def log_recursion_rows(log_go: np.ndarray, log_q: float, b: int, out: np.ndarray
 TILE = 512
 
 
+#: Up to this many bands :func:`correlate_row` sums every output in registers
+#: (:func:`_correlate_row_narrow`) instead of making k passes over a tile.
+NARROW_BANDS = 8
+
+
+@njit(fastmath={"contract"})
+def _correlate_row_narrow(src: np.ndarray, c: np.ndarray, dst: np.ndarray, n: int) -> None:
+    """:func:`correlate_row` for k <= :data:`NARROW_BANDS`: each output summed in a register,
+    ``c_0 src[i]`` then ``+ c_j src[i + j]`` for j = 1, 2, ... in order (the order of the tiled
+    passes). The taps beyond k are zero, and adding ``0 * src[i + j]`` leaves a finite sum as it
+    is, so the bits are those of the sum over j < k; the last 7 outputs, where the taps would
+    read past n, take the scalar sum. One load per tap and one store per output, against a load
+    and a store of the tile per tap (docs/performance.md)."""
+    k = c.shape[0]
+    c0 = c[0]
+    c1 = c[1] if k > 1 else 0.0
+    c2 = c[2] if k > 2 else 0.0
+    c3 = c[3] if k > 3 else 0.0
+    c4 = c[4] if k > 4 else 0.0
+    c5 = c[5] if k > 5 else 0.0
+    c6 = c[6] if k > 6 else 0.0
+    c7 = c[7] if k > 7 else 0.0
+    top = max(0, n - (NARROW_BANDS - 1))
+    for i in range(top):
+        # from +0.0, so that every step contracts to fma(c_j, src, acc) whatever the compiler
+        # pairs: (c_0 src) + (c_1 src) could otherwise fuse either product
+        acc = 0.0
+        acc += c0 * src[i]
+        acc += c1 * src[i + 1]
+        acc += c2 * src[i + 2]
+        acc += c3 * src[i + 3]
+        acc += c4 * src[i + 4]
+        acc += c5 * src[i + 5]
+        acc += c6 * src[i + 6]
+        acc += c7 * src[i + 7]
+        dst[i] = acc
+    for i in range(top, n):
+        acc = 0.0
+        acc += c0 * src[i]
+        for j in range(1, min(k, n - i)):
+            acc += c[j] * src[i + j]
+        dst[i] = acc
+
+
 @njit(fastmath={"contract"})
 def correlate_row(src: np.ndarray, c: np.ndarray, dst: np.ndarray, n: int) -> None:
     """``dst[i] = sum_j c_j src[i + j]`` over ``i + j < n`` (direct), as k vectorised passes over
-    tiles of :data:`TILE` outputs. The one evaluation order of the direct sum: the fused
-    kernels that correlate a row in place call it too, so both give the same bits."""
+    tiles of :data:`TILE` outputs (up to :data:`NARROW_BANDS` bands: each output in registers,
+    in the same order). The one evaluation order of the direct sum: the fused kernels that
+    correlate a row in place call it too, so both give the same bits."""
+    if c.shape[0] <= NARROW_BANDS:
+        _correlate_row_narrow(src, c, dst, n)
+    else:
+        _correlate_row_tiled(src, c, dst, n)
+
+
+@njit(fastmath={"contract"})
+def _correlate_row_tiled(src: np.ndarray, c: np.ndarray, dst: np.ndarray, n: int) -> None:
+    """:func:`correlate_row` as k passes over tiles of :data:`TILE` outputs: ``c_0 src``, then
+    ``+= c_j src`` for j = 1, 2, ... (each a fused multiply-add)."""
     k = c.shape[0]
     c0 = c[0]
     for lo in range(0, n, TILE):
@@ -79,21 +134,43 @@ def correlate_rows(z: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
 
 
 @njit
+def multiply_spectra(spectra: np.ndarray, kernel: np.ndarray) -> None:
+    """``spectra[r] *= kernel`` for every row, complex numbers stored as (real, imaginary)
+    float64 pairs: ``(a + bi)(c + di) = (ac - bd) + (ad + bc)i``, each product rounded, in
+    plain IEEE arithmetic (no fused multiply-add, so every machine gives the same bits). The
+    spectral product of the FFT correlations, about twice as fast as numpy's broadcast complex
+    multiply (docs/performance.md)."""
+    rows, width = spectra.shape
+    for r in range(rows):
+        row = spectra[r]
+        for j in range(0, width, 2):
+            re, im = row[j], row[j + 1]
+            kr, ki = kernel[j], kernel[j + 1]
+            row[j] = re * kr - im * ki
+            row[j + 1] = re * ki + im * kr
+
+
+@njit
 def chain_round(
     logs: np.ndarray,
     active: np.ndarray,
     alive: int,
     times: np.ndarray,
-    counts: np.ndarray,
     log_stay: float,
     b: int,
     n: int,
-    out: np.ndarray,
+    row: np.ndarray,
 ) -> int:
     """One round of :func:`~minsep.schemes.kernels.sampling.chain_steps`: the i-th of the
     ``alive`` samples listed in ``active`` moves to ``t + min(floor(logs[i] / log_stay), n) +
     b`` (``logs = ln(1 - u)``; the array code's IEEE operations in the same order), records it
-    in ``out`` while inside the horizon, and stays listed only then. Returns the new count."""
+    in ``row[s]`` while inside the horizon, and stays listed only then. Returns the new count.
+
+    A sample listed in round r has recorded r - 1 steps, so ``row`` is the round's slot of every
+    sample (one row of a round-major array that :func:`rounds_to_steps` transposes): the writes
+    of a round stay in one row of S values, where writing ``out[s, slot]`` straight into the
+    ``(S, m)`` steps touched a cache line per sample and round (the measured cost:
+    docs/performance.md)."""
     nf = float(n)
     kept = 0
     for i in range(alive):
@@ -101,8 +178,28 @@ def chain_round(
         t = times[s] + (min(np.floor(logs[i] / log_stay), nf) + b)
         times[s] = t
         if t < nf:
-            out[s, counts[s]] = np.int32(t)
-            counts[s] += 1
+            row[s] = np.int32(t)
             active[kept] = s
             kept += 1
     return kept
+
+
+#: Samples :func:`rounds_to_steps` moves together (their rows of steps stay in cache).
+ROUND_BLOCK = 64
+
+
+@njit
+def rounds_to_steps(rounds: np.ndarray, used: int, n: int, out: np.ndarray) -> None:
+    """``out[s, j] = rounds[j, s]`` for the ``used`` rounds, and the sentinel n in the later
+    slots: the round-major slots of :func:`chain_round` as the ``(S, m)`` steps (a blocked
+    transpose)."""
+    samples, m = out.shape
+    for s0 in range(0, samples, ROUND_BLOCK):
+        s1 = min(s0 + ROUND_BLOCK, samples)
+        for j in range(min(used, m)):
+            source = rounds[j]
+            for s in range(s0, s1):
+                out[s, j] = source[s]
+        for s in range(s0, s1):
+            for j in range(min(used, m), m):
+                out[s, j] = n

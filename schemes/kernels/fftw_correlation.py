@@ -4,7 +4,8 @@ Same sums as numpy's engine (``out[r, i] = sum_{j < k, i + j < n} c_j z[r, i + j
 §2): the rows are laid out zero-padded in one aligned array, read as overlapping segments of
 length N (a strided view: segment ``s`` starts at ``s L``, ``L = N - k + 1``; one segment of
 length ``N >= n + k - 1`` for the long FFT), transformed by one batched real FFT, multiplied by
-``conj(rfft(c, N)) / N`` and transformed back; the first L values of each segment are outputs.
+``conj(rfft(c, N)) / N`` (compiled: :func:`~minsep.schemes.kernels.cpu_kernels.multiply_spectra`)
+and transformed back; the first L values of each segment are outputs.
 FFTW's transforms are faster than numpy's pocketfft where measured (docs/performance.md;
 ``python -m minsep.bench`` shows the effect on every model).
 
@@ -29,6 +30,9 @@ from typing import Any
 
 import attrs
 import numpy as np
+
+from minsep.schemes.kernels import cpu_kernels
+from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
 
 _local = threading.local()
 _planning = threading.Lock()  # FFTW's planner is not thread-safe
@@ -122,14 +126,36 @@ def correlate(
             correlate(z[start:stop], c, out[start:stop], length=length, step=step, blocks=blocks,
                       rows=rows)  # fmt: skip
         return
-    bands = int(c.size)
-    plan = transforms(n, bands, length, step, blocks, rows)
-    plan.padded[:size, :n] = z
+    shape = (n, int(c.size), length, step, blocks, rows)
+    input_rows(*shape)[:size] = z
+    correlate_input(size, c, out, length=length, step=step, blocks=blocks, rows=rows)
+
+
+def input_rows(
+    n_steps: int, bands: int, length: int, step: int, blocks: int, rows: int
+) -> np.ndarray:
+    """``(rows, n)``: this thread's FFT input for the shape (its rows contiguous, zeros from n
+    on). Values written into its first rows are correlated by :func:`correlate_input` without
+    being copied (the noise blocks draw their normals straight into it)."""
+    return transforms(n_steps, bands, length, step, blocks, rows).padded[:, :n_steps]
+
+
+def correlate_input(
+    size: int, c: np.ndarray, out: np.ndarray, *, length: int, step: int, blocks: int, rows: int
+) -> None:
+    """:func:`correlate` of the first ``size <= rows`` rows of :func:`input_rows` into ``out``
+    (``(size, n)``); the other rows of the input are zeroed first."""
+    n = out.shape[1]
+    plan = transforms(n, int(c.size), length, step, blocks, rows)
     if size < rows:
         plan.padded[size:, :n] = 0.0
     plan.forward.execute()
-    spectrum = plan.spectrum
-    np.multiply(spectrum, scaled_kernel(tuple(c.tolist()), length), out=spectrum)
+    spectrum, kernel = plan.spectrum, scaled_kernel(tuple(c.tolist()), length)
+    if NUMBA_AVAILABLE:
+        pairs = spectrum.reshape(-1, kernel.size).view(np.float64)
+        cpu_kernels.multiply_spectra(pairs, kernel.view(np.float64))
+    else:  # pragma: no cover - numba is installed wherever pyfftw is tested
+        np.multiply(spectrum, kernel, out=spectrum)
     plan.backward.execute()
     inverse = plan.inverse[:size]
     whole = (blocks - 1) * step  # outputs of the segments that end before n

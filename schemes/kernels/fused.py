@@ -92,8 +92,13 @@ def noise_blocks(
     by measurement on this machine)."""
     c = effective_coefficients(coefficients, n_steps)
     method = noise_plan(n_steps, int(c.size))
+    rows = min(block_rows(method), max(1, n_samples))
+    generator = generator_of(rng)
+    if generator is not None and method.input_block(rows) is not None:
+        yield from _drawn_in_place(n_samples, rows, c, method, generator, out)
+        return
     block = None
-    for start, z in drawn_blocks("standard_normal", n_samples, n_steps, block_rows(method), rng):
+    for start, z in drawn_blocks("standard_normal", n_samples, n_steps, rows, rng):
         if out is not None:
             target = out[start : start + z.shape[0]]
         else:
@@ -101,6 +106,34 @@ def noise_blocks(
                 block = reusable(z.shape, role="noise-block")
             target = block[: z.shape[0]]
         method.run(z, c, target)
+        yield start, target
+
+
+def _drawn_in_place(
+    n_samples: int,
+    rows: int,
+    c: np.ndarray,
+    method: correlation.Plan,
+    generator: np.random.Generator,
+    out: np.ndarray | None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """:func:`noise_blocks` under an FFTW plan: each block's normals drawn straight into the
+    transform's input (:meth:`~.correlation.Plan.input_block`; the same numbers in the same
+    order as :func:`drawn_blocks`), which saves copying them there."""
+    n_steps = method.n_steps
+    block = None
+    for start in range(0, n_samples, rows):
+        size = min(rows, n_samples - start)
+        z = method.input_block(size)
+        assert z is not None
+        sfc64.fill(generator, "standard_normal", z)
+        if out is not None:
+            target = out[start : start + size]
+        else:
+            if block is None:
+                block = reusable((rows, n_steps), role="noise-block")
+            target = block[:size]
+        method.run_input(size, c, target)
         yield start, target
 
 

@@ -137,27 +137,33 @@ def _host_chain_steps(
     times: np.ndarray, n_steps: int, b: int, m: int, log_stay: float, rng: RandomSource
 ) -> np.ndarray:
     """The rounds of :func:`chain_steps` with the update of each round compiled."""
+    from minsep.schemes.kernels import sfc64
     from minsep.schemes.kernels.buffers import reusable
-    from minsep.schemes.kernels.cpu_kernels import chain_round
+    from minsep.schemes.kernels.cpu_kernels import chain_round, rounds_to_steps
     from minsep.schemes.kernels.fused import generator_of
 
     n_samples = int(times.shape[0])
     times = np.array(times, dtype=np.float64)  # a private, writable copy
     out = reusable((n_samples, m), np.int32, role="steps")  # no fresh mapping
-    out.fill(n_steps)
-    counts = np.zeros(n_samples, dtype=np.int64)
+    # round r's slot of every sample; a round after the m-th records nothing
+    rounds = reusable((m + 1, n_samples), np.int32, role="steps-rounds")
     active = np.arange(n_samples, dtype=np.int64)
     alive = n_samples
+    used = 0
     generator = generator_of(rng)  # draw into one buffer when there is one
     scratch = reusable((n_samples,), role="chain-uniforms")
     while alive:
         if generator is not None:
             logs = scratch[:alive]
-            generator.random(out=logs)  # the numbers of rng.random((alive,))
+            sfc64.fill(generator, "random", logs)  # the numbers of rng.random((alive,))
         else:
             logs = np.asarray(rng.random((alive,)), dtype=np.float64)
         np.log(np.subtract(1.0, logs, out=logs), out=logs)
-        alive = chain_round(logs, active, alive, times, counts, log_stay, b, n_steps, out)
+        row = rounds[min(used, m)]
+        row.fill(n_steps)
+        alive = chain_round(logs, active, alive, times, log_stay, b, n_steps, row)
+        used += 1
+    rounds_to_steps(rounds, used, n_steps, out)
     return out
 
 

@@ -115,6 +115,23 @@ def sfc64_normals(
     state[0], state[1], state[2], state[3] = a, b, c, w
 
 
+@njit
+def sfc64_normal_rows(
+    state: np.ndarray,
+    out: np.ndarray,
+    ki: np.ndarray,
+    wi: np.ndarray,
+    fi: np.ndarray,
+    r: float,
+    inv_r: float,
+) -> None:
+    """:func:`sfc64_normals` into the rows of a 2-D ``out`` in order (row-major: the numbers of
+    the same call on a C-contiguous array), where the rows are contiguous but not adjacent (a
+    column slice of a wider array, such as the zero-padded input of an FFT)."""
+    for row in range(out.shape[0]):
+        sfc64_normals(state, out[row], ki, wi, fi, r, inv_r)
+
+
 def state_words(generator: np.random.Generator) -> np.ndarray | None:
     """The four state words of ``generator``'s SFC64 (a copy the kernels advance), or None when
     its bit generator is not SFC64."""
@@ -177,16 +194,27 @@ def fill(generator: np.random.Generator, draw: str, out: np.ndarray) -> None:
     """``getattr(generator, draw)(out=out)`` for ``draw`` ``"standard_normal"`` or
     ``"random"``: by the compiled kernels when the generator is SFC64, ``out`` is C-contiguous
     float64 and (for normals) :func:`compiled_normals_reason` is None, else by numpy. The same
-    numbers and the same final state either way."""
+    numbers and the same final state either way. A 2-D ``out`` whose rows are contiguous but
+    not adjacent (a column slice) is filled row after row (:func:`sfc64_normal_rows`; numpy
+    itself would refuse it, so its draws then go through a contiguous array)."""
     kernel = {"standard_normal": _compiled_normals, "random": sfc64_doubles}.get(draw)
     if kernel is None:
         raise ValueError(f"draw must be 'standard_normal' or 'random', got {draw!r}")
     words = state_words(generator) if NUMBA_AVAILABLE else None
     usable = draw == "random" or compiled_normals_reason() is None
-    if words is None or not usable or not out.flags.c_contiguous or out.dtype != np.float64:
+    rows = not out.flags.c_contiguous and out.ndim == 2 and out.strides[1] == out.itemsize
+    compiled = usable and out.dtype == np.float64
+    if words is not None and compiled and out.flags.c_contiguous:
+        kernel(words, out.reshape(-1))
+    elif words is not None and compiled and rows and draw == "standard_normal":
+        tables: Any = ziggurat_tables()
+        sfc64_normal_rows(words, out, *tables)
+    elif rows:  # numpy draws only into contiguous arrays: the same numbers through one
+        out[...] = getattr(generator, draw)(out.shape)
+        return
+    else:  # numpy's own checks refuse any other strided target
         getattr(generator, draw)(out=out)
         return
-    kernel(words, out.reshape(-1))
     set_state_words(generator, words)
 
 

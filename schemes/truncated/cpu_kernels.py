@@ -75,8 +75,8 @@ def table_counts_steps(
     :func:`~minsep.schemes.truncated.counts.table_counts`, same draws in the same order: per
     step, one uniform per sample, the table lookups (from the guide tables), then numpy's
     binomial for the samples whose N lies outside the tables (``low .. low + len(offsets) -
-    2``). ``ring`` ``(b - 1, S)`` holds the last counts slot-major and ``barred`` their sums
-    (updated in place); ``counts`` is ``(S, n)``."""
+    2``). ``ring`` ``(b - 1, S)`` (the counts' integer type) holds the last counts slot-major
+    and ``barred`` their sums (updated in place); ``counts`` is ``(S, n)``."""
     rows = counts.shape[0]
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
@@ -171,6 +171,7 @@ def table_counts_major(
     width = direct.shape[1]
     buckets = guides.shape[1] - 1
     a, b, c, w = state[0], state[1], state[2], state[3]
+    spare = np.zeros(0 if ring_size else rows, ring.dtype)  # b = 1: no window to update
     for t in range(t0, t1):
         outside = 0
         for s in range(rows):
@@ -180,7 +181,7 @@ def table_counts_major(
             state[0], state[1], state[2], state[3] = a, b, c, w
             return t - t0
         out = tile[row0 + t - t0]
-        leaving = ring[t % ring_size] if ring_size else barred
+        leaving = ring[t % ring_size] if ring_size else spare
         for s in range(rows):
             word, a, b, c, w = sfc64_next(a, b, c, w)  # then next_double
             value = float(word >> _U11) * _TWO_M53

@@ -82,8 +82,10 @@ def host_counts(
     generator = host_generator(rng, backend)
     ring = _initial_ring(n_samples, others, probability, min_sep, warm_start, generator)
     barred = ring.sum(axis=1)
-    ring = np.ascontiguousarray(ring.T)  # slot-major: a step reads one contiguous row
     dtype = count_dtype(others)
+    # slot-major (a step reads one contiguous row), in the counts' type (every entry is a count
+    # of at most ``others``): a quarter of the memory of int64, which at b = 256 spills the cache
+    ring = np.ascontiguousarray(ring.T, dtype=dtype)
     counts = reusable((n_samples, n_steps), dtype, role="truncated-counts")
     tables = count_tables(others, probability, min_sep)
     span = max(1, min(COUNT_TILE_ELEMENTS // max(n_samples, 1), n_steps))

@@ -195,3 +195,48 @@ def test_the_cache_file_names_pyfftw_when_installed(
     path = correlation.cache_file()
     assert path is not None
     assert ("-pyfftw" in path.name) == (correlation._installed_version("pyfftw") is not None)
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+@pytest.mark.parametrize("n", [1, 5, 7, 8, 9, 300])
+def test_the_narrow_direct_sum_is_the_tiled_one_bit_for_bit(n: int, k: int) -> None:
+    """Up to NARROW_BANDS bands each output is summed in registers, in the tiled passes' order
+    (c_0 z_i, then + c_j z_{i+j} for j = 1, 2, ...), so both give the same bits."""
+    from minsep.schemes.kernels import cpu_kernels
+
+    assert k <= cpu_kernels.NARROW_BANDS
+    c = _coefficients(k)
+    z = _normals(1, n, seed=n + k)[0]
+    narrow, tiled = np.full(n, np.nan), np.full(n, np.nan)
+    cpu_kernels.correlate_row(z, c, narrow, n)
+    cpu_kernels._correlate_row_tiled(z, c, tiled, n)
+    np.testing.assert_array_equal(narrow, tiled)
+    want = blocks.sliding_dot(z[None, :], tuple(c.tolist()), np, "direct")[0]
+    np.testing.assert_allclose(narrow, want, rtol=1e-13, atol=1e-15)
+
+
+@needs_fftw
+@pytest.mark.parametrize("samples", [1, 3, 11, 40])
+def test_normals_drawn_into_fftws_input_are_those_of_the_plan(
+    samples: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under an FFTW plan the noise blocks draw their normals straight into the transform's
+    input: the same correlations, bit for bit, as drawing them first and running the plan, and
+    the generator left where the whole draw leaves it."""
+    n, k, rows = 1000, 40, 8
+    c = _coefficients(k)
+    base = correlation.forced_plan("overlap", n, k, rows)
+    plan = correlation.Plan("overlap", n, k, base.length, rows, engine="fftw")
+    monkeypatch.setattr(fused, "noise_plan", lambda n_steps, bands: plan)
+    monkeypatch.setattr(fused, "block_rows", lambda method: rows)
+
+    class Source:
+        generator = np.random.Generator(np.random.SFC64(6))
+
+    got = fused.host_noise(samples, n, tuple(c.tolist()), Source()).copy()  # type: ignore[arg-type]
+    generator = np.random.Generator(np.random.SFC64(6))
+    z = generator.standard_normal((samples, n))
+    want = np.empty_like(z)
+    plan.run(z, c, want)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(Source.generator.random(4), generator.random(4))

@@ -125,3 +125,16 @@ def test_drawn_blocks_are_the_whole_draw() -> None:
     blocks = [block.copy() for _, block in fused.drawn_blocks("standard_normal", 203, 300, 64, rng)]
     want = backend.rng(np.random.SeedSequence(21)).standard_normal((203, 300))
     np.testing.assert_array_equal(np.concatenate(blocks), want)
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.SFC64, np.random.PCG64])
+@pytest.mark.parametrize("draw", ["standard_normal", "random"])
+def test_rows_of_a_wider_array_are_filled_in_order(bit_generator: Any, draw: str) -> None:
+    """A column slice (contiguous rows, not adjacent: the zero-padded input of an FFT) gets
+    the numbers of a contiguous array of its shape, row after row; the padding is untouched."""
+    ours, theirs = np.random.Generator(bit_generator(8)), np.random.Generator(bit_generator(8))
+    wide = np.zeros((5, 130))
+    sfc64.fill(ours, draw, wide[:, :100])
+    np.testing.assert_array_equal(wide[:, :100], getattr(theirs, draw)((5, 100)))
+    assert not wide[:, 100:].any()
+    np.testing.assert_array_equal(ours.standard_normal(9), theirs.standard_normal(9))
