@@ -62,6 +62,7 @@ from minsep.accountants.escort_setup import (
     DEFAULT_ORDERS,
     EscortSetup,
     EscortTarget,
+    best_setup,
     choose_setup,
     escort_base_delta,
     escort_setups,
@@ -162,6 +163,12 @@ class EscortProposal:
         """The affordable escorts at ``sigma`` (just ``order`` when it is fixed)."""
         orders = self.orders if self.order is None else (self.order,)
         return escort_setups(model, sigma, orders, self.max_states)
+
+    def best(self, model: PrivacyLossModel, sigma: float, epsilon: float) -> EscortSetup:
+        """:func:`~.escort_setup.choose_setup` over :meth:`setups`, running only the passes it
+        needs (:func:`~.escort_setup.best_setup`: the bound is convex in the order)."""
+        orders = self.orders if self.order is None else (self.order,)
+        return best_setup(model, sigma, epsilon, orders, self.max_states)
 
     def plain_add_fits(self, samples: int, delta: float, candidates: int) -> bool:
         """:func:`~.escort_add.plain_add_fits` at this proposal's ``precision``."""
@@ -460,7 +467,7 @@ class EscortProposal:
 
     def _order_over(self, model: PrivacyLossModel, runnable: Sequence[float], eps: float) -> int:
         """:meth:`sweep_order` over entries already known to be runnable."""
-        return choose_setup(self.setups(model, min(runnable)), eps).order
+        return self.best(model, min(runnable), eps).order
 
     def sweep_plan(
         self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float
@@ -474,7 +481,7 @@ class EscortProposal:
         there)."""
         eps = float(epsilon)
         runnable = self.runnable(model, sweep)
-        smallest = choose_setup(self.setups(model, min(runnable)), eps)
+        smallest = self.best(model, min(runnable), eps)
         log_scale = smallest.log_support(eps)
         support_scale(log_scale, smallest.order, eps)
         return SweepEscorts(model, tuple(runnable), smallest, log_scale, self.max_states)
@@ -499,7 +506,10 @@ class EscortProposal:
 
     def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float:
         """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``
-        (``steps`` halvings, :data:`LOCATE_STEPS` by default).
+        (``steps`` halvings, :data:`LOCATE_STEPS` by default), returning the middle of the last
+        bracket in ``ln sigma`` (its top when no step failed: nothing below was seen to fail);
+        the top would sit half a bracket above the crossing on average, and the walk that
+        starts one entry above the centre would then check one entry more.
 
         No guarantee; it only centres the sweep that Algorithm 5 verifies. Each step's escort
         is :func:`~.escort_setup.locate_setup`'s (a cheap order where it is precise enough). A
@@ -542,7 +552,7 @@ class EscortProposal:
                 hi = mid
             else:
                 lo = mid
-        return math.exp(hi)
+        return math.exp(0.5 * (lo + hi)) if lo > math.log(low) else math.exp(hi)
 
     def estimate_delta(
         self,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from minsep.accountants import escort_engine, escort_sampling, route_add, routes
+from minsep.accountants import escort_add, escort_engine, escort_sampling, route_add, routes
 from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
 from minsep.accountants.escort_law import ChainEscortLaw
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
@@ -143,6 +143,7 @@ def test_the_deterministic_add_bound_spares_the_add_samples(
     assert not routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.01)  # block bound
     with monkeypatch.context() as patched:  # §10 alone
         patched.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args, **kwargs: None)
+        patched.setattr(escort_add, "_CHOSEN", {})  # the memo holds the unpatched bounds
         assert routes.add_needs_sampling(model, 0.5)  # sigma unknown: no bound to use
         assert routes.add_needs_sampling(model, 0.5, 1.0, DELTA)  # delta_add(0.5) <~ 6e-4
         assert not routes.add_needs_sampling(model, 0.5, 2.0, DELTA)  # <= 4e-13 at sigma 2
