@@ -93,7 +93,8 @@ def log_h_upper(p: float, s: float, kappa: float) -> float:
     left_u, left_masses, left_below, right_u, right_masses, right_above = grid
 
     def k_of(u: np.ndarray) -> np.ndarray:
-        return np.expm1(-kappa * np.log1p(u)) + kappa * u
+        k: np.ndarray = np.expm1(-kappa * np.log1p(u)) + kappa * u
+        return k
 
     # Left piece: k decreasing, take the left end; masses Phi(t_{j+1}) - Phi(t_j).
     total = float(np.dot(left_masses, np.maximum(k_of(left_u), 0.0)))

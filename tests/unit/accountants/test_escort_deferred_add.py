@@ -16,8 +16,8 @@ import math
 import attrs
 import pytest
 
-from minsep.accountants.escort_engine import EscortProposal
 from minsep.accountants import escort_sweep as escort_sweep_module
+from minsep.accountants.escort_engine import EscortProposal
 from minsep.accountants.escort_sweep import ADD_EVERY, DeferredAdd, EscortSweep, escort_sweep
 from minsep.framework.montecarlo import EngineConfig
 from minsep.framework.montecarlo.calibration import _walk
