@@ -47,8 +47,8 @@ __all__ = [
 ]
 
 #: Sweep entries whose plain add draws one sampling call evaluates (:class:`AddDraws`): a walk
-#: from its start (two entries above the pilot's centre) to its first failure checks four to
-#: six entries, and every call draws afresh (each entry evaluated costs about 0.6 draws), so
+#: from its start (an entry above the pilot's centre) to its first failure checks three to
+#: five entries, and every call draws afresh (each entry evaluated costs about 0.6 draws), so
 #: about one call's worth, not the whole sweep.
 ADD_BATCH = 6
 #: :class:`DeferredAdd`: where a bound settles the add direction, a walk checks it at every
