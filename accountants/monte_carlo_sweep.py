@@ -44,11 +44,12 @@ START_ABOVE_CENTRE = 1
 #: Fine entries below the pilot's centre that an escort calibration's sweep keeps
 #: (:meth:`CalibrationSweep.escort_points`): its one support bound is the largest over the
 #: sweep's entries, the bound at its smallest sigma, and the samples grow with it, so the sweep
-#: ends a few entries below where the pilot expects the last pass. Two: the pilot's centre is
-#: within a fraction of a step of its crossing (:data:`START_ABOVE_CENTRE`), and each entry
-#: less lowers the bound about 14 % at n = 1024, b = 8, 8 bands, q = 1/256, eps = 2 (the
-#: samples with it); a pilot off by more than two steps releases the sweep's last entry.
-END_BELOW_CENTRE = 2
+#: ends just below where the pilot expects the last pass. One: the pilot's centre is within a
+#: fraction of a step of its crossing (:data:`START_ABOVE_CENTRE`), and each entry less lowers
+#: the bound about 14 % at n = 1024, b = 8, 8 bands, q = 1/256, eps = 2 (the samples with
+#: it); a pilot off by more than a step releases the sweep's last entry (every entry from the
+#: start passed), at most that much above the sigma a longer sweep would release.
+END_BELOW_CENTRE = 1
 
 #: A calibration sized by ``precision`` r verifies a sweep no finer than ``1 + r /
 #: PRECISION_PER_RATIO`` per step: a step of the sweep moves the released sigma (and, about in
