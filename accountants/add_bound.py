@@ -15,6 +15,7 @@ optimises kappa per question. Equality ``E_Q[U^-kappa] = h(q)^n`` holds for Pois
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -84,34 +85,61 @@ def log_h_upper(p: float, s: float, kappa: float) -> float:
     """
     if p <= 0.0:
         return 0.0
+    log1mp = math.log1p(-p)
+    grid = _h_grid(p, s)
+    if grid is None:
+        # 1 - p + p e^a >= 1 - p pointwise, so h <= (1 - p)^-kappa (docs/math.md §10)
+        return -kappa * log1mp * (1.0 + _RELATIVE_SLACK)
+    left_u, left_masses, left_below, right_u, right_masses, right_above = grid
+
+    def k_of(u: np.ndarray) -> np.ndarray:
+        k: np.ndarray = np.expm1(-kappa * np.log1p(u)) + kappa * u
+        return k
+
+    # Left piece: k decreasing, take the left end; masses Phi(t_{j+1}) - Phi(t_j).
+    total = float(np.dot(left_masses, np.maximum(k_of(left_u), 0.0)))
+    total += left_below * max(math.expm1(-kappa * log1mp) - kappa * p, 0.0)
+    # Right piece: k increasing, take the right end; masses from the upper tail ndtr(-t).
+    total += float(np.dot(right_masses, np.maximum(k_of(right_u), 0.0)))
+    total += kappa * p * right_above
+    total = total * (1.0 + _RELATIVE_SLACK) + _ABSOLUTE_SLACK * kappa * p * (2.0 + kappa)
+    return math.log1p(total)
+
+
+@functools.lru_cache(maxsize=4)
+def _h_grid(
+    p: float, s: float
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray, float] | None:
+    """The kappa-free part of :func:`log_h_upper` at ``(p, s)`` (None: the grid would exceed
+    ``_MAX_POINTS``): ``u = p (e^a - 1)`` at the left piece's left cell ends and the right
+    piece's right ends, the cells' exact masses, ``Phi`` below the grid and ``Phi(1/s - T)``
+    above it. Kept for the last few ``(p, s)``: a minimisation over kappa asks for the same
+    grid about thirty times (the same floats as computing it afresh)."""
     from scipy import special  # lazy: keeps the CLI's startup light
 
     star = 0.5 / s
     right = min(star + 1.0 / s + _RIGHT, s * _MAX_EXPONENT + star)
     step = min(1.0, s) / _POINTS_PER_UNIT
-    log1mp = math.log1p(-p)
     if (right - _LEFT) / step > _MAX_POINTS:
-        # 1 - p + p e^a >= 1 - p pointwise, so h <= (1 - p)^-kappa (docs/math.md §10)
-        return -kappa * log1mp * (1.0 + _RELATIVE_SLACK)
+        return None
     left_grid = np.linspace(_LEFT, star, max(int((star - _LEFT) / step), 2) + 1)
     right_grid = np.linspace(star, right, max(int((right - star) / step), 2) + 1)
 
-    def k_of(t: np.ndarray) -> np.ndarray:
-        u = p * np.expm1(t / s - 0.5 / (s * s))
-        return np.expm1(-kappa * np.log1p(u)) + kappa * u
+    def u_of(t: np.ndarray) -> np.ndarray:
+        return p * np.expm1(t / s - 0.5 / (s * s))
 
-    # Left piece: k decreasing, take the left end; masses Phi(t_{j+1}) - Phi(t_j).
     cdf = special.ndtr(left_grid)
-    masses = np.maximum(np.diff(cdf), 0.0)
-    total = float(np.dot(masses, np.maximum(k_of(left_grid[:-1]), 0.0)))
-    total += float(cdf[0]) * max(math.expm1(-kappa * log1mp) - kappa * p, 0.0)
-    # Right piece: k increasing, take the right end; masses from the upper tail ndtr(-t).
+    left_masses = np.maximum(np.diff(cdf), 0.0)
     tail = special.ndtr(-right_grid)
-    masses = np.maximum(-np.diff(tail), 0.0)
-    total += float(np.dot(masses, np.maximum(k_of(right_grid[1:]), 0.0)))
-    total += kappa * p * float(special.ndtr(1.0 / s - right))
-    total = total * (1.0 + _RELATIVE_SLACK) + _ABSOLUTE_SLACK * kappa * p * (2.0 + kappa)
-    return math.log1p(total)
+    right_masses = np.maximum(-np.diff(tail), 0.0)
+    return (
+        u_of(left_grid[:-1]),
+        left_masses,
+        float(cdf[0]),
+        u_of(right_grid[1:]),
+        right_masses,
+        float(special.ndtr(1.0 / s - right)),
+    )
 
 
 def operator_norm_upper(strategy: Strategy, n_steps: int) -> float:

@@ -55,6 +55,13 @@ PLAIN_ADD_LIMIT = 10**7
 #: the block bound's draws cost more than that near the target delta (41 of 55 CPU-s at
 #: n = 1024, 8 bands, b = 8, rate 1/256, sigma 1, delta 1e-3), plain add draws far less.
 PLAIN_ADD_FIRST = 2**28
+#: :func:`chosen_add_bound` computed in this process, per (model, sigma, delta, seed, needed):
+#: a deterministic function of them (the block draws are seeded), asked by the route at the
+#: sweep entry where its pilot centres a calibration and again when the walk checks that entry.
+#: Entries hold the model (the key's id is only valid while it lives).
+_CHOSEN: dict[tuple[int, float, float, int, float], tuple[object, tuple[str, AddBound]]] = {}
+#: The memo is emptied when it reaches this many entries.
+_CHOSEN_SIZE = 64
 
 
 def add_threshold(model: PrivacyLossModel) -> float:
@@ -78,8 +85,24 @@ def chosen_add_bound(
     most ``needed`` (it then costs nothing); else the sampled block bound of docs/math.md §10.1
     (route ``"block bound"``, aimed at ``delta``, from ``seed``'s block stream) when its epsilon
     is the smaller; else the deterministic one. Choosing between two valid bounds before any
-    verification draw of the pair leaves both guarantees intact.
+    verification draw of the pair leaves both guarantees intact. Memoised per process (the
+    same arguments give the same bound, bit for bit).
     """
+    key = (id(model), float(sigma), float(delta), int(seed), float(needed))
+    kept = _CHOSEN.get(key)
+    if kept is not None and kept[0] is model:
+        return kept[1]
+    chosen = _chosen_add_bound(model, sigma, delta, seed, needed)
+    if len(_CHOSEN) >= _CHOSEN_SIZE:
+        _CHOSEN.clear()
+    _CHOSEN[key] = (model, chosen)
+    return chosen
+
+
+def _chosen_add_bound(
+    model: PrivacyLossModel, sigma: float, delta: float, seed: int, needed: float
+) -> tuple[str, AddBound]:
+    """:func:`chosen_add_bound` without the memo."""
     bound = add_bound(model, sigma)
     epsilon = bound.epsilon(delta)
     if epsilon <= needed:

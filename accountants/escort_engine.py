@@ -62,6 +62,7 @@ from minsep.accountants.escort_setup import (
     DEFAULT_ORDERS,
     EscortSetup,
     EscortTarget,
+    best_setup,
     choose_setup,
     escort_base_delta,
     escort_setups,
@@ -456,11 +457,12 @@ class EscortProposal:
         the walk samples has its bound checked against the scale (:class:`~.escort_sweep.
         SweepEscorts`).
         """
-        return self._order_over(model, self.runnable(model, sweep), float(epsilon))
+        return self._order_setup(model, min(self.runnable(model, sweep)), float(epsilon)).order
 
-    def _order_over(self, model: PrivacyLossModel, runnable: Sequence[float], eps: float) -> int:
-        """:meth:`sweep_order` over entries already known to be runnable."""
-        return choose_setup(self.setups(model, min(runnable)), eps).order
+    def _order_setup(self, model: PrivacyLossModel, sigma: float, eps: float) -> EscortSetup:
+        """The best escort at ``sigma`` (:func:`~.escort_setup.best_setup`: convex in lam)."""
+        orders = self.orders if self.order is None else (self.order,)
+        return best_setup(model, sigma, eps, orders, self.max_states)
 
     def sweep_plan(
         self, model: PrivacyLossModel, sweep: Sequence[float], epsilon: float
@@ -474,7 +476,7 @@ class EscortProposal:
         there)."""
         eps = float(epsilon)
         runnable = self.runnable(model, sweep)
-        smallest = choose_setup(self.setups(model, min(runnable)), eps)
+        smallest = self._order_setup(model, min(runnable), eps)
         log_scale = smallest.log_support(eps)
         support_scale(log_scale, smallest.order, eps)
         return SweepEscorts(model, tuple(runnable), smallest, log_scale, self.max_states)
@@ -499,7 +501,8 @@ class EscortProposal:
 
     def locate(self, model: PrivacyLossModel, pilot: SigmaPilot) -> float:
         """Pilot (stream 0): bisection on ``ln sigma`` for ``delta_hat_remove(eps) = target``
-        (``steps`` halvings, :data:`LOCATE_STEPS` by default).
+        (``steps`` halvings, :data:`LOCATE_STEPS` by default): the middle of the last bracket
+        in ``ln sigma`` (its top, half a bracket high on average, when no step failed).
 
         No guarantee; it only centres the sweep that Algorithm 5 verifies. Each step's escort
         is :func:`~.escort_setup.locate_setup`'s (a cheap order where it is precise enough). A
@@ -542,7 +545,7 @@ class EscortProposal:
                 hi = mid
             else:
                 lo = mid
-        return math.exp(hi)
+        return math.exp(0.5 * (lo + hi)) if lo > math.log(low) else math.exp(hi)
 
     def estimate_delta(
         self,

@@ -30,6 +30,7 @@ __all__ = [
     "LOCATE_STATES",
     "EscortSetup",
     "EscortTarget",
+    "best_setup",
     "choose_setup",
     "escort_base_delta",
     "escort_law",
@@ -175,20 +176,63 @@ def locate_setup(
 ) -> EscortSetup:
     """The escort of a locating pilot's step at ``sigma`` (a planning rule, no guarantee: the
     pilot only centres the sweep). Among the orders with at most :data:`LOCATE_STATES` states
-    the smallest support bound (:func:`choose_setup`), when it is at most :data:`LOCATE_RATIO`
+    the smallest support bound (:func:`best_setup`), when it is at most :data:`LOCATE_RATIO`
     times ``target``; else among every order of ``orders``. The larger orders' passes are then
-    only run where the cheap ones are too loose. ConfigurationError when no order runs."""
+    only run where the cheap ones are too loose. Either search stops at an order whose bound is
+    at most ``target`` (the step then passes without a draw, whichever order is returned).
+    ConfigurationError when no order runs."""
     law = escort_law("locate_setup", model)
     cheap = [lam for lam in orders if law.affordable(int(lam), min(LOCATE_STATES, max_states))]
+    enough = math.log(target)
     if cheap:
         try:
-            setup = choose_setup(escort_setups(model, sigma, cheap, max_states), epsilon)
+            setup = best_setup(model, sigma, epsilon, cheap, max_states, enough)
         except ConfigurationError:
             pass
         else:
             if setup.log_support(epsilon) <= math.log(LOCATE_RATIO * target):
                 return setup
-    return choose_setup(escort_setups(model, sigma, orders, max_states), epsilon)
+    return best_setup(model, sigma, epsilon, orders, max_states, enough)
+
+
+def best_setup(
+    model: PrivacyLossModel,
+    sigma: float,
+    epsilon: float,
+    orders: Sequence[int],
+    max_states: int = moments.DEFAULT_MAX_STATES,
+    enough: float = -math.inf,
+) -> EscortSetup:
+    """:func:`choose_setup` over the affordable ``orders`` at ``sigma``, running only the
+    forward passes it needs (docs/rdp-escort.md §8, cost): the orders ascending, stopping after
+    the first whose bound is not below the best so far, or at one whose ``ln s_lam(eps) <=
+    enough`` (the caller needs no smaller bound; that order is returned).
+
+    The stop loses nothing: ``ln s_lam(eps) = ln Z_lam - (lam - 1) eps + (lam - 1) ln(lam - 1) -
+    lam ln lam`` is convex in lam (``ln Z_lam = ln E_Q[u^lam]`` is the cumulant generating
+    function of ``ln u``, and ``(lam - 1) ln(lam - 1) - lam ln lam`` has second derivative
+    ``1/(lam - 1) - 1/lam > 0``), so once it rises from one order to the next it rises at every
+    larger order (secant slopes of a convex function grow); the minimum is the one found, up to
+    the ``INFLATE`` rounding of ``ln Z``. Orders whose pass cannot run are skipped.
+    ConfigurationError (naming the orders) when none runs."""
+    law = escort_law("best_setup", model)
+    best: EscortSetup | None = None
+    for lam in sorted(int(o) for o in orders):
+        if not law.affordable(lam, max_states):
+            continue
+        log_z = _log_moment(model, law, float(sigma), lam, max_states)
+        if log_z is None:
+            continue
+        setup = EscortSetup(float(sigma), lam, log_z + INFLATE * abs(log_z) + 1e-300)
+        if best is not None and setup.log_support(epsilon) >= best.log_support(epsilon):
+            break
+        best = setup
+        if setup.log_support(epsilon) <= enough:
+            break
+    if best is None:
+        escort_setups(model, sigma, orders, max_states)  # raises, naming orders and sigma
+        raise AssertionError("unreachable: escort_setups found an order best_setup did not")
+    return best
 
 
 def choose_setup(setups: Sequence[EscortSetup], epsilon: float) -> EscortSetup:

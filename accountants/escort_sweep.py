@@ -38,20 +38,30 @@ from minsep.framework.montecarlo.sweeps import FALLBACK
 
 __all__ = [
     "ADD_BATCH",
+    "ADD_EVERY",
     "ADD_FIRST_SAMPLES",
     "AddDraws",
+    "DeferredAdd",
     "EscortSweep",
     "SweepEscorts",
     "escort_sweep",
 ]
 
 #: Sweep entries whose plain add draws one sampling call evaluates (:class:`AddDraws`): a walk
-#: from its start (two entries above the pilot's centre) to its first failure checks four to
-#: six entries, and every call draws afresh (each entry evaluated costs about 0.6 draws), so
+#: from its start (an entry above the pilot's centre) to its first failure checks three to
+#: five entries, and every call draws afresh (each entry evaluated costs about 0.6 draws), so
 #: about one call's worth, not the whole sweep.
 ADD_BATCH = 6
+#: :class:`DeferredAdd`: where a bound settles the add direction, a walk checks it at every
+#: second entry whose remove direction passed (and at the entry it releases): a walk starts
+#: one entry above the pilot's centre (:data:`~.monte_carlo_sweep.START_ABOVE_CENTRE`), so
+#: its first check falls at the centre, where the route already computed the bound
+#: (memoised), and a walk that goes on below the centre (the add bound binding there) stops
+#: within two entries instead of walking the sweep's remove direction to its end.
+ADD_EVERY = 2
 #: Escort draws per entry from which an entry's add-direction bound (§10, §10.1: seconds) is
-#: checked before its escort draws: where the bound binds (docs/rdp-escort.md §8) the entries
+#: checked before its escort draws at every entry no add certificate covers (not only where
+#: :class:`DeferredAdd` says): where the bound binds (docs/rdp-escort.md §8) the entries
 #: below its sigma fail on it, and their draws would be wasted.
 ADD_FIRST_SAMPLES = 200_000
 
@@ -134,6 +144,41 @@ class AddDraws:
         return self.deltas[index]
 
 
+@attrs.define
+class DeferredAdd:
+    """When an escort walk checks the add direction where a bound settles it (routes
+    ``"deterministic"`` and ``"block bound"``): at every :data:`ADD_EVERY`-th entry whose remove
+    direction passed since the last check of the walk, and (:meth:`EscortSweep.settle`) at the
+    entry the walk would release. ``certified``: the largest index (smallest sigma) where a
+    bound certified ``delta_add(eps) <= delta``; it certifies every entry at or above it, the
+    true ``delta_add`` being non-increasing in sigma (docs/math.md §7, "deferred add
+    checks"). A planning rule for the cost (the §10.1 block bound takes seconds per sigma);
+    where the checks fall never changes what a released entry has certified."""
+
+    certified: int = -1
+    passes: int = 0
+    previous: int = -1
+
+    def due(self, index: int) -> bool:
+        """Whether entry ``index`` (its remove direction passed) has its add direction checked
+        now: not where a certificate covers it; else at every ``ADD_EVERY``-th such entry of
+        the walk (an index not above the previous one begins a new walk)."""
+        if index <= self.previous:
+            self.passes = 0
+        self.previous = index
+        if index <= self.certified:
+            return False
+        self.passes += 1
+        if self.passes < ADD_EVERY:
+            return False
+        self.passes = 0
+        return True
+
+    def certify(self, index: int) -> None:
+        """A bound certified the add direction at entry ``index`` (and so above it)."""
+        self.certified = max(self.certified, index)
+
+
 def _settled(
     model: PrivacyLossModel,
     sweep: tuple[float, ...],
@@ -213,6 +258,7 @@ def escort_sweep(
         base_delta=x_b * scale,
         failure_probability=failure,
         info=ProposalInfo("escort", order, escorts.smallest.log_z, scale, handled),
+        deferred=DeferredAdd() if handled in ("deterministic", "block bound") else None,
     )
 
 
@@ -237,6 +283,7 @@ class EscortSweep:
     failure_probability: float
     info: ProposalInfo
     known: dict[int, bool] = attrs.field(factory=dict)
+    deferred: DeferredAdd | None = None
 
     def is_settled(self, index: int) -> bool:
         """Whether the §10 bound settles entry ``index`` (computed once, when first asked)."""
@@ -246,11 +293,49 @@ class EscortSweep:
 
     def check(self, index: int) -> tuple[float, bool]:
         """Entry ``index``: escort draws of ``W / s*`` (none when its bound ``s_i <= delta``)
-        and the add direction's route; an entry passes when both do, so the cheaper check runs
-        first and the other only where it passed (the observed delta of a failing entry may
-        then be one direction's alone). Plain add draws and the §10.1 block bound (seconds)
-        come after the escort's draws unless those number :data:`ADD_FIRST_SAMPLES` or more;
-        an entry past the runnable ones fails (NaN)."""
+        and the add direction's route (its checks only where the remove direction passed: the
+        observed delta of a failing entry may then be the remove direction's alone); an entry
+        past the runnable ones fails (NaN). Where a bound settles the add direction
+        (:attr:`deferred`) it is checked only as :class:`DeferredAdd` says, and
+        :meth:`settle` confirms the entry a walk releases. From :data:`ADD_FIRST_SAMPLES`
+        escort draws per entry the add bound (seconds) runs first at entries no certificate
+        covers, so an entry failing on it spends no escort draws."""
+        if self._add_first(index):
+            add_delta, ok = self._add_at(index)
+            if not ok:
+                return add_delta, False
+        observed, passed = self._remove(index)
+        if not passed:  # a failing entry fails whatever its add direction
+            return observed, False
+        if self.deferred is not None:
+            if not self.deferred.due(index):
+                return observed, True
+            add_delta, passed = self._add_at(index)
+            return max(observed, add_delta), passed
+        if self.is_settled(index):
+            return observed, True
+        if self.add_draws is not None:  # plain add draws: checked at every entry walked
+            add_mean = self.add_draws.delta(index)
+            return max(observed, add_mean), add_mean <= self.add_base
+        add_delta = self._bounded_add_delta(index)  # no plain add draws: §10 and §10.1
+        return max(observed, add_delta), add_delta <= self.delta
+
+    def _add_first(self, index: int) -> bool:
+        """Whether entry ``index``'s add bound runs before its escort draws: a bound settles
+        the add direction, no certificate covers the entry, it is runnable, and its escort
+        draws number :data:`ADD_FIRST_SAMPLES` or more (a planning rule: an entry passes
+        only where both directions do, whatever the order)."""
+        deferred = self.deferred
+        return (
+            deferred is not None
+            and self.samples >= ADD_FIRST_SAMPLES
+            and deferred.certified < index < len(self.escorts.sigmas)
+        )
+
+    def _remove(self, index: int) -> tuple[float, bool]:
+        """The remove direction at entry ``index``: escort draws of ``W / s*`` against
+        ``x_b`` (none when its bound ``s_i <= delta``: it passes); NaN and failing past the
+        runnable entries."""
         eps = self.epsilon
         setup = self.escorts.setup(index, eps)
         if setup is None:
@@ -275,17 +360,48 @@ class EscortSweep:
             observed, passed = mean * sampler.support, mean <= self.x_b
         else:
             observed = math.exp(setup.log_support(eps))
-        settled = self.is_settled(index) if passed else True  # a failing entry fails anyway
-        if self.add_draws is not None and not settled:
-            # (drawn only where the remove direction passed: a failing entry fails either way)
-            add_mean = self.add_draws.delta(index)
-            observed = max(observed, add_mean)
-            passed = passed and add_mean <= self.add_base
-        elif not settled:  # no plain add draws: §10 and §10.1 (computed above, or now)
-            add_delta = self._bounded_add_delta(index) if bounded is None else bounded
-            observed = max(observed, add_delta)
-            passed = passed and add_delta <= self.delta
         return observed, passed
+
+    def settle(self, passed: Sequence[int], observed: dict[int, float]) -> int:
+        """The entry a walk releases, among those whose checks ``passed`` (in walk order):
+        the last, once the add direction is certified there; where a bound settles the add
+        direction (:attr:`deferred`) and it was not yet checked at that entry, it is checked
+        there, and should it fail, the walk's entries between the last certified one and it
+        are checked in order down to the first failure (-1: none certified). Sound
+        (docs/math.md §7, "deferred add checks"): the released entry passed the walk's remove
+        checks and its add direction is certified at it or at a smaller sigma."""
+        if not passed:
+            return -1
+        state = self.deferred
+        last = passed[-1]
+        if state is None or last <= state.certified:
+            return last
+        add_delta, ok = self._add_at(last)
+        observed[last] = max(observed[last], add_delta)
+        if ok:
+            return last
+        released = max((i for i in passed if i <= state.certified), default=-1)
+        for index in passed[:-1]:
+            if index <= state.certified:
+                continue
+            add_delta, ok = self._add_at(index)
+            observed[index] = max(observed[index], add_delta)
+            if not ok:
+                break
+            released = index
+        return released
+
+    def _add_at(self, index: int) -> tuple[float, bool]:
+        """The add direction's delta at entry ``index`` by its bounds (none: 0 when §10 settles
+        it) and whether it is at most delta; a certificate is kept in :attr:`deferred`."""
+        if self.is_settled(index):
+            add_delta, ok = 0.0, True
+        else:
+            add_delta = self._bounded_add_delta(index)
+            ok = add_delta <= self.delta
+        if ok and self.deferred is not None:
+            self.deferred.certify(index)
+        return add_delta, ok
 
     def _bounded_add_delta(self, index: int) -> float:
         """The add direction's delta at entry ``index`` by §10, else §10.1 where it is smaller

@@ -34,13 +34,22 @@ __all__ = [
 
 #: Fine entries above the pilot's centre where an escort calibration's first walk begins
 #: (:meth:`CalibrationSweep.walk_start`): each entry the walk checks draws afresh, so it
-#: starts just above where the pilot expects the last pass, instead of at the top.
-START_ABOVE_CENTRE = 2
+#: starts just above where the pilot expects the last pass, instead of at the top. One: the
+#: escort pilot's centre is the middle of its last bisection bracket (a third of a 1.01 step
+#: wide in ln sigma at the default range) and its noise a fraction of a step (at n = 1024,
+#: b = 8, 8 bands, q = 1/256, eps = 2, delta = 1e-3 the estimate moves 16 % per 1.01 step,
+#: its relative standard error on 1,000 draws about 5 %), so the entry above the centre
+#: passes but for a pilot off by more than a step, and the walk checks two or three entries.
+START_ABOVE_CENTRE = 1
 #: Fine entries below the pilot's centre that an escort calibration's sweep keeps
 #: (:meth:`CalibrationSweep.escort_points`): its one support bound is the largest over the
 #: sweep's entries, the bound at its smallest sigma, and the samples grow with it, so the sweep
-#: ends a few entries below where the pilot expects the last pass.
-END_BELOW_CENTRE = 4
+#: ends just below where the pilot expects the last pass. One: the pilot's centre is within a
+#: fraction of a step of its crossing (:data:`START_ABOVE_CENTRE`), and each entry less lowers
+#: the bound about 14 % at n = 1024, b = 8, 8 bands, q = 1/256, eps = 2 (the samples with
+#: it); a pilot off by more than a step releases the sweep's last entry (every entry from the
+#: start passed), at most that much above the sigma a longer sweep would release.
+END_BELOW_CENTRE = 1
 
 #: A calibration sized by ``precision`` r verifies a sweep no finer than ``1 + r /
 #: PRECISION_PER_RATIO`` per step: a step of the sweep moves the released sigma (and, about in
@@ -138,6 +147,12 @@ class CalibrationSweep:
         from the walk's start pass, the last one is released."""
         above = max(self.sweep_size // 3, 1)
         return self.points(centre)[: len(self.sweep_guards) + above + END_BELOW_CENTRE + 1]
+
+    def centre_entry(self, centre: float) -> float:
+        """The entry of :meth:`points` standing for ``centre`` (``top / ratio**(size // 3)``:
+        ``centre`` up to rounding), the very float the walk checks there, so that what the
+        route computed at it (its add bound, memoised) serves the walk."""
+        return self.points(centre)[len(self.sweep_guards) + max(self.sweep_size // 3, 1)]
 
     def walk_start(self, at_centre: bool = False) -> int:
         """The index of :meth:`points` where an escort calibration's first walk begins:

@@ -45,11 +45,13 @@ __all__ = [
 #: sampled block bound of docs/math.md §10.1 spares them (its block draws take seconds at the
 #: route's sigma, and again at every walked entry, so below this the plain draws are cheaper).
 BLOCK_BOUND_AFTER = 60.0
-#: Sweep entries an escort calibration typically verifies: from its start (two entries above
+#: Sweep entries an escort calibration typically verifies: from its start (one entry above
 #: the pilot's centre, :meth:`~.monte_carlo_sweep.CalibrationSweep.walk_start`, the centre
 #: being where the estimate crosses the planned base delta) to the first failure just below
-#: the centre.
-WALKED_ENTRIES = 4
+#: the centre. (The route charges an add bound per entry: an over-estimate where a bound
+#: settles the add direction, which the walk checks at every second entry, the first at the
+#: centre, where the route's own bound is memoised.)
+WALKED_ENTRIES = 3
 #: :func:`bound_sigma`: the growth of sigma until §10 settles the add direction, and the
 #: bisections (each one sampled block bound, seconds) between that sigma and the one before.
 GROWTH = 1.25

@@ -415,8 +415,9 @@ def choose_route(
             extra: float | None = 0.0
             if question == "calibrate":  # the add direction by a bound or plain draws
                 top = accountant.sweep.sigma_high
+                entry = accountant.calibration_sweep.centre_entry(sigma)  # the walk's float
                 plan = calibration_add(
-                    model, (epsilon, sigma, delta), precision, seed, plain_plan, top
+                    model, (epsilon, entry, delta), precision, seed, plain_plan, top
                 )
                 add_m, extra = plan.samples, plan.seconds
                 add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"

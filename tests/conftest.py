@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -38,6 +39,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def rng() -> np.random.Generator:
     """A fixed-seed host generator."""
     return np.random.default_rng(20260214)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_add_bound_memo() -> None:
+    """Each test starts without the add bounds an earlier test memoised (a test may patch the
+    law that computes them); cleared only where the module is already loaded."""
+    escort_add = sys.modules.get("minsep.accountants.escort_add")
+    if escort_add is not None:
+        escort_add._CHOSEN.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ function here errs on the conservative side: :func:`base_delta` returns a value 
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -159,7 +160,15 @@ def min_samples(delta_b: float, delta: float, *, candidates: int = 1) -> int:
 
     ``overall_delta`` is non-increasing in ``m`` (a larger ``m`` shrinks every term), so the
     answer is found by doubling then bisection on integers. ``delta_b < delta`` is necessary.
+    Memoised per process (a question's route, plan and run ask for the same counts; each
+    search evaluates ``overall_delta`` about sixty times).
     """
+    return _min_samples(delta_b, delta, candidates)
+
+
+@functools.lru_cache(maxsize=256)
+def _min_samples(delta_b: float, delta: float, candidates: int) -> int:
+    """:func:`min_samples` without the memo (exceptions are not memoised)."""
     check_feasible_delta("min_samples", delta)
     check_range("min_samples", "delta_b", delta_b, low=MIN_BASE_DELTA, high=delta)
     if delta_b >= delta:

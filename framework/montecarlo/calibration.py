@@ -36,6 +36,7 @@ from minsep.framework.montecarlo.certificates import SweepCalibration
 from minsep.framework.montecarlo.plain import PLAIN
 from minsep.framework.montecarlo.proposals import (
     Proposal,
+    SettlingSweepPlan,
     SigmaPilot,
     SweepPlan,
     SweepQuestion,
@@ -113,14 +114,17 @@ def calibrate_sweep(
 
 
 def _walk(plan: SweepPlan, entries: range, observed: dict[int, float]) -> int:
-    """Check ``entries`` in order until one fails; the last that passed (-1: none)."""
-    last = -1
+    """Check ``entries`` in order until one fails; the last that passed (-1: none), or the
+    entry a :class:`~.proposals.SettlingSweepPlan` releases among those that passed."""
+    passed: list[int] = []
     for i in entries:
-        observed[i], passed = plan.check(i)
-        if not passed:
+        observed[i], ok = plan.check(i)
+        if not ok:
             break
-        last = i
-    return last
+        passed.append(i)
+    if isinstance(plan, SettlingSweepPlan):
+        return plan.settle(passed, observed)
+    return passed[-1] if passed else -1
 
 
 def locate_sigma(

@@ -43,6 +43,7 @@ __all__ = [
     "Proposal",
     "ProposalInfo",
     "Sampler",
+    "SettlingSweepPlan",
     "SigmaPilot",
     "SupportBoundError",
     "SweepPlan",
@@ -237,6 +238,17 @@ class SweepPlan(Protocol):
     def unchecked(self, index: int) -> float: ...
 
     def refusal(self, deltas: Sequence[float]) -> str: ...
+
+
+@runtime_checkable
+class SettlingSweepPlan(Protocol):
+    """A :class:`SweepPlan` that confirms the entry a walk releases (:meth:`settle`): some of
+    its checks are deferred to that entry (docs/math.md §7, "deferred add checks")."""
+
+    def settle(self, passed: Sequence[int], observed: dict[int, float]) -> int:
+        """The entry released among ``passed`` (the walk's entries whose checks passed, in
+        walk order; -1: none), recording in ``observed`` what the deferred checks saw."""
+        ...
 
 
 @runtime_checkable

@@ -312,9 +312,11 @@ def test_escort_calibration_fails_entries_no_add_route_settles(
     assert free.index == 4 and free.proposal.add == "deterministic"  # the bound settles all
     monkeypatch.setattr(escort_sweep, "add_bound", Stub)
     monkeypatch.setattr(escort_add, "add_bound", Stub)
+    monkeypatch.setattr(escort_add, "_CHOSEN", {})
     blocked = run()  # §10 vacuous below 1.8: the block bound of §10.1 settles those entries
     assert blocked.index == 4 and blocked.proposal.add == "block bound"
     monkeypatch.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args, **kwargs: None)
+    monkeypatch.setattr(escort_add, "_CHOSEN", {})  # the memo holds the unpatched bounds
     stopped = run()
     assert stopped.index == 2 and stopped.sigma == 1.8
     assert stopped.deltas[3] == 1.0 and math.isnan(stopped.deltas[4])
@@ -561,21 +563,23 @@ def test_add_draws_in_batches_equal_the_shared_draws_of_the_whole_sweep() -> Non
 def test_the_add_bound_is_computed_at_walked_entries_only_and_its_label_passes_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """§10 per sweep entry is computed when the walk reaches the entry; the route's label
-    ("deterministic": §10 settles the smallest sigma) is read at one entry only, so with a
-    bound that is (artificially) vacuous at 1.8 alone the walk still fails there instead of
-    passing it unchecked."""
+    """§10 is computed at the entries the walk checks the add direction at (every second
+    remove pass and the entry it would release, docs/math.md §7, deferred add checks); the
+    route's label ("deterministic": §10 settles the smallest sigma) passes nothing by itself,
+    so with a bound that is (artificially) vacuous at 1.6 alone, where a check falls, the walk
+    fails there instead of passing it; 3.0 is covered by the certificate at 2.2 (the true
+    delta_add is non-increasing in sigma) and never asked."""
     from minsep.accountants import escort_sweep
 
     real, asked = escort_sweep.add_bound, []
 
-    class Holed:  # the true bound, vacuous at sigma 1.8 only
+    class Holed:  # the true bound, vacuous at sigma 1.6 only
         def __init__(self, model: BMinSepLossModel, sigma: float) -> None:
             self.bound, self.sigma = real(model, sigma), sigma
             asked.append(sigma)
 
         def delta(self, eps: float) -> float:
-            return 1.0 if self.sigma == 1.8 else self.bound.delta(eps)
+            return 1.0 if self.sigma == 1.6 else self.bound.delta(eps)
 
     monkeypatch.setattr(escort_sweep, "add_bound", Holed)
     sweep = (3.0, 2.2, 1.8, 1.6, 1.5)
@@ -584,17 +588,23 @@ def test_the_add_bound_is_computed_at_walked_entries_only_and_its_label_passes_n
         proposal=EscortProposal(precision=0.05),
     )  # fmt: skip
     assert result.proposal is not None and result.proposal.add == "deterministic"
-    assert result.index == 1 and result.sigma == 2.2  # 1.8 fails on its own §10 check
-    assert 1.6 not in asked and set(asked) == {1.5, 3.0, 2.2, 1.8}
+    assert result.index == 2 and result.sigma == 1.8  # 1.6 fails on its own §10 check
+    assert 3.0 not in asked and set(asked) == {1.5, 2.2, 1.6, 1.8}
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_an_escort_calibration_with_plain_add_draws_is_sound_end_to_end(seed: int) -> None:
+def test_an_escort_calibration_with_plain_add_draws_is_sound_end_to_end(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The accountant's escort calibration with the add direction on plain draws of its own
     (``add_samples``, as the route sets it) below ln(1/pi(empty)) ~ 1.1, where §10 does not
     settle it: the released sigma's exact delta in both directions (quadrature) is at most
-    delta (the exact sigma is ~1.22, the remove direction binding)."""
+    delta (the exact sigma is ~1.22, the remove direction binding). The sweep is kept four
+    entries below the centre, so that it reaches the sigmas where §10 does not settle."""
+    from minsep.accountants import monte_carlo_sweep
     from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
+
+    monkeypatch.setattr(monte_carlo_sweep, "END_BELOW_CENTRE", 4)
 
     scheme = BMinSep(n_steps=BANDS_N, rate=0.25, min_sep=B, warm_start=True)
     strategy = BandedToeplitz(coefficients=C)

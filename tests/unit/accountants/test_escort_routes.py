@@ -22,7 +22,7 @@ from minsep.accountants.escort_engine import (
     escort_setups,
 )
 from minsep.accountants.escort_setup import LOCATE_RATIO, locate_setup
-from minsep.accountants.escort_sweep import escort_sweep
+from minsep.accountants.escort_sweep import ADD_EVERY, DeferredAdd, escort_sweep
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
 from minsep.framework.errors import ConfigurationError
 from minsep.framework.montecarlo import EngineConfig, calibrate_sweep
@@ -234,7 +234,8 @@ def test_an_entry_whose_remove_direction_fails_skips_the_add_bounds(
     assert escorts.setup(2, 1.5).log_support(1.5) > math.log(1e-2)  # entry 2 samples
     observed, passed = attrs.evolve(unsettled, x_b=-1.0).check(2)  # the remove check fails
     assert not passed and observed < 1.0 and asked == []
-    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)  # it passes: add decides
+    due = DeferredAdd(passes=ADD_EVERY - 1)  # the add check falls at this entry
+    observed, passed = attrs.evolve(unsettled, x_b=1.0, deferred=due).check(2)  # add decides
     assert not passed and observed == 1.0 and asked == [2]
 
 
@@ -259,12 +260,16 @@ def test_an_entry_with_many_escort_draws_checks_its_add_bound_first(
 
     monkeypatch.setattr(module, "EscortSampler", counting)
     monkeypatch.setattr(type(plan), "_bounded_add_delta", lambda self, index: 1.0)
-    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)
+    observed, passed = attrs.evolve(unsettled, x_b=1.0, deferred=DeferredAdd()).check(2)
     assert not passed and observed == 1.0 and drawn == []
     monkeypatch.setattr(type(plan), "_bounded_add_delta", lambda self, index: 0.0)
-    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)
+    observed, passed = attrs.evolve(unsettled, x_b=1.0, deferred=DeferredAdd()).check(2)
     assert passed and drawn == [1]
+    covered = DeferredAdd(certified=2)  # a certificate covers the entry: no bound, escort draws
+    observed, passed = attrs.evolve(unsettled, x_b=1.0, deferred=covered).check(2)
+    assert passed and drawn == [1, 1]
     monkeypatch.setattr(module, "ADD_FIRST_SAMPLES", 10**9)  # few draws: escort first, as before
     monkeypatch.setattr(type(plan), "_bounded_add_delta", lambda self, index: 1.0)
-    observed, passed = attrs.evolve(unsettled, x_b=1.0).check(2)
-    assert not passed and drawn == [1, 1]
+    due = DeferredAdd(passes=ADD_EVERY - 1)  # the add check falls here, after the draws
+    observed, passed = attrs.evolve(unsettled, x_b=1.0, deferred=due).check(2)
+    assert not passed and drawn == [1, 1, 1]

@@ -10,10 +10,11 @@ from collections.abc import Callable
 import attrs
 import pytest
 
-from minsep.accountants import escort_engine, escort_sampling, route_add, routes
+from minsep.accountants import escort_add, escort_engine, escort_sampling, route_add, routes
 from minsep.accountants.escort_engine import escort_setups, measure_escort_seconds
 from minsep.accountants.escort_law import ChainEscortLaw
 from minsep.accountants.monte_carlo import MonteCarloAccountant, RunSettings
+from minsep.accountants.monte_carlo_sweep import START_ABOVE_CENTRE
 from minsep.accountants.routes import ESCORT_MARGIN, escort_samples
 from minsep.framework.cli.main import main
 from minsep.framework.montecarlo import RunPlan
@@ -143,6 +144,7 @@ def test_the_deterministic_add_bound_spares_the_add_samples(
     assert not routes.add_needs_sampling(model, bound / 1.05, 1.0, DELTA, 0.01)  # block bound
     with monkeypatch.context() as patched:  # §10 alone
         patched.setattr(ChainEscortLaw, "sampled_add_bound", lambda *args, **kwargs: None)
+        patched.setattr(escort_add, "_CHOSEN", {})  # the memo holds the unpatched bounds
         assert routes.add_needs_sampling(model, 0.5)  # sigma unknown: no bound to use
         assert routes.add_needs_sampling(model, 0.5, 1.0, DELTA)  # delta_add(0.5) <~ 6e-4
         assert not routes.add_needs_sampling(model, 0.5, 2.0, DELTA)  # <= 4e-13 at sigma 2
@@ -238,7 +240,7 @@ def test_a_routed_calibration_is_centred_by_the_routes_own_pilot() -> None:
     assert not routes.routed_start(chosen, model, 2.5)  # the pilot's own centre: walk above
     grid = chosen.calibration_sweep
     assert grid.walk_start(at_centre=True) == grid.walk_start() + min(
-        max(grid.sweep_size // 3, 1), 2
+        max(grid.sweep_size // 3, 1), START_ABOVE_CENTRE
     )
     assert result.candidates[grid.walk_start(at_centre=True)] == pytest.approx(moved)
     kept = routes._MEASURED[id(model)]
