@@ -1,22 +1,26 @@
-"""How much the control variate W = P'/P (known mean 1) would reduce the variance of the
+"""How much the control variate W = e^{−L} (known mean 1) would reduce the variance of the
 Monte Carlo δ estimate at the paper's config (a): the figures of docs/rdp-escort.md §8,
 "Control variates".
 
 Per direction the engine averages X = (1 − e^{ε − L})₊ over draws of the pair's first
 distribution, L the privacy loss. W = e^{−L} is the likelihood ratio of the other distribution
 against it, so E[W] = 1 exactly, and X = (1 − e^ε W)₊ is a function of W. The optimal linear
-control variate X − β(W − 1) leaves the fraction 1 − ρ² of Var X (ρ = corr(X, W)).
+control variate X − β(W − 1) leaves the fraction 1 − ρ² of Var X (ρ = corr(X, W)). In the
+remove direction W = Q/P ≤ 1/π(∅), which the script prints.
 
 Run: ``.venv/bin/python scripts/control_variate_check.py`` (about 5 s on one core).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from minsep.framework import schemes, strategies
+from minsep.framework import schemes
 from minsep.framework.backend import numpy_backend
 from minsep.framework.loss_model import Direction
+from minsep.framework.setup import build_strategy
 
 STEPS, BANDS, MIN_SEP, RATE, SIGMA = 1024, 8, 8, 1 / 256, 1.0
 EPSILON = 1.2277  # config (a)'s estimate at delta = 1e-3
@@ -24,8 +28,10 @@ SAMPLES = 400_000
 
 
 def main() -> None:
-    strategy = strategies.get("banded_toeplitz").for_steps(STEPS, bands=BANDS)
+    strategy = build_strategy(STEPS, BANDS)  # the CLI's MSE-optimal 8-BandMF
     scheme = schemes.get("b_min_sep").from_rate(STEPS, RATE, min_sep=MIN_SEP)
+    log_empty = scheme.participation_chain().log_no_participation()
+    print(f"1 / pi(empty) = {math.exp(-log_empty):.1f}  (ln: {-log_empty:.3f})")
     model = scheme.loss_model(strategy)
     backend = numpy_backend()
     for direction in (Direction.REMOVE, Direction.ADD):
