@@ -12,9 +12,10 @@ within k of a step, since b >= k). The ring of the last b values of g lives in a
 scratch array laid out ``(b, rows)``, and the noise correlations in a ``(n, S)`` layout
 (:func:`device_layout`), so that the threads of a warp touch consecutive addresses.
 
-The same source compiles as plain C with ``-DMINSEP_HOST`` (one loop over the rows instead of
-threads): ``tests/unit/schemes/kernels/test_kernels_cuda_source.py`` runs it on the host against
-the numba kernels, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
+Without a GPU, CI compiles the source with NVRTC for compute capability 9.0
+(``tests/unit/schemes/kernels/test_cuda_sources.py``) and runs this driver with the kernel
+compiled for the host, one call per thread (:mod:`minsep.testing.host_device`;
+``tests/unit/schemes/kernels/test_kernels_cuda_source.py``). **Not yet run or measured on a GPU.**
 """
 
 from __future__ import annotations
@@ -28,15 +29,8 @@ from scipy import fft as host_fft
 from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.blocks import effective_coefficients
 
-#: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
-SOURCE = r"""
-#ifdef MINSEP_HOST
-#include <math.h>
-#include <stdlib.h>
-#define DEVICE static
-#else
-#define DEVICE __device__ static
-#endif
+#: The kernel's body (after :data:`~minsep.schemes.kernels.gpu.PREAMBLE`).
+_BODY = r"""
 
 DEVICE double minsep_logaddexp(double a, double b) {
     double hi = fmax(a, b);
@@ -77,21 +71,6 @@ DEVICE double minsep_b_min_sep_row(
     return total - log1p((b - 1) * p);
 }
 
-#ifdef MINSEP_HOST
-void minsep_b_min_sep_host(
-    const double* values, long long stride_s, long long stride_i,
-    const int* steps, int m, const double* table, int k, const double* base, int n, int b,
-    double a, double inv_s2, double log_q, int stays, double log_p, double p, int warm,
-    double* out, int rows)
-{
-    double* ring = (double*)malloc(sizeof(double) * (size_t)b);
-    for (int s = 0; s < rows; ++s)
-        out[s] = minsep_b_min_sep_row(values + (long long)s * stride_s, stride_i,
-                                      steps + (long long)s * m, m, table, k, base, n, b,
-                                      a, inv_s2, log_q, stays, log_p, p, warm, ring, 1);
-    free(ring);
-}
-#else
 extern "C" __global__ void minsep_b_min_sep(
     const double* values, long long stride_s, long long stride_i,
     const int* steps, int m, const double* table, int k, const double* base, int n, int b,
@@ -105,8 +84,12 @@ extern "C" __global__ void minsep_b_min_sep(
                                   table, k, base, n, b, a, inv_s2, log_q, stays, log_p, p,
                                   warm, ring + local, rows);
 }
-#endif
 """
+
+#: The declared kernel (its checked launcher: ``KERNEL.launcher()``).
+KERNEL = gpu.declare(_BODY, "minsep_b_min_sep")
+#: Its whole CUDA source (also C++ for the host under ``-DMINSEP_HOST``).
+SOURCE = KERNEL.source
 
 #: Up to this many bands the device correlates by direct sums, above by cuFFT.
 DIRECT_MAX_BANDS = 16
@@ -187,4 +170,4 @@ def device_b_min_sep(
         np.float64(probability),
         np.int32(warm_start),
     )
-    return gpu.launch(gpu.compiled(SOURCE, "minsep_b_min_sep"), rows, min_sep, operands, cp)
+    return gpu.launch(KERNEL.launcher(), rows, min_sep, operands, cp)

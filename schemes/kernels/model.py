@@ -104,8 +104,13 @@ class BlockLossModel(PrivacyLossModel):
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
         self._note()
         stored = transcript.stored_signal
-        entry = self.kernel_table.ratio(transcript.kernels, stored is not None)
+        table, kernels = self.kernel_table, transcript.kernels
+        entry = table.ratio(kernels, stored is not None)
         if entry is not None:
+            if entry is not table.sparse_ratio.get(kernels):
+                # a dense entry reads given.signal only: one drawn as steps is rebuilt densely
+                # (a transcript drawn on another kernel set, e.g. moved to the GPU)
+                stored = transcript.signal
             given = Participation(stored, transcript.steps, transcript.step_weights,
                                   transcript.counts)  # fmt: skip
             return entry(transcript.noise, given, sigma, 1.0 / sigma, self)

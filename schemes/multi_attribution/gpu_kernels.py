@@ -13,9 +13,11 @@ of the last b values of g lives in a global scratch array laid out ``(b, rows)``
 values may be step-major (``(n, S)``, :func:`~minsep.schemes.b_min_sep.gpu_kernels.device_layout`)
 so that the threads of a warp touch consecutive addresses.
 
-The same source compiles as plain C with ``-DMINSEP_HOST`` (one loop over the rows instead of
-threads): ``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py`` runs it on the host
-against the array code, so the arithmetic is tested without a GPU. **Not yet measured on a GPU.**
+Without a GPU, CI compiles the source with NVRTC for compute capability 9.0
+(``tests/unit/schemes/kernels/test_cuda_sources.py``) and runs this driver with the kernel
+compiled for the host, one call per thread (:mod:`minsep.testing.host_device`;
+``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py``). **Not yet run or measured
+on a GPU.**
 """
 
 from __future__ import annotations
@@ -28,15 +30,8 @@ import numpy as np
 from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.blocks import tail_norms
 
-#: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
-SOURCE = r"""
-#ifdef MINSEP_HOST
-#include <math.h>
-#include <stdlib.h>
-#define DEVICE static
-#else
-#define DEVICE __device__ static
-#endif
+#: The kernel's body (after :data:`~minsep.schemes.kernels.gpu.PREAMBLE`).
+_BODY = r"""
 
 DEVICE double minsep_ma_logaddexp(double a, double b) {
     double hi = fmax(a, b);
@@ -70,22 +65,6 @@ DEVICE double minsep_ma_row(
     return ring[0];
 }
 
-#ifdef MINSEP_HOST
-void minsep_multi_attribution_host(
-    const double* values, long long vs_s, long long vs_i,
-    const double* signal, long long ss_s, long long ss_i,
-    const double* half_norms, const double* js, const double* log_w, int terms,
-    int n, int b, double a, double inv_s2, double log_q, int stays, double* out, int rows)
-{
-    double* ring = (double*)malloc(sizeof(double) * (size_t)b);
-    for (int s = 0; s < rows; ++s)
-        out[s] = minsep_ma_row(values + (long long)s * vs_s, vs_i,
-                               signal ? signal + (long long)s * ss_s : 0, ss_i,
-                               half_norms, js, log_w, terms, n, b, a, inv_s2, log_q, stays,
-                               ring, 1);
-    free(ring);
-}
-#else
 extern "C" __global__ void minsep_multi_attribution(
     const double* values, long long vs_s, long long vs_i,
     const double* signal, long long ss_s, long long ss_i, int has_signal,
@@ -100,8 +79,12 @@ extern "C" __global__ void minsep_multi_attribution(
                            half_norms, js, log_w, terms, n, b, a, inv_s2, log_q, stays,
                            ring + local, rows);
 }
-#endif
 """
+
+#: The declared kernel (its checked launcher: ``KERNEL.launcher()``).
+KERNEL = gpu.declare(_BODY, "minsep_multi_attribution")
+#: Its whole CUDA source (also C++ for the host under ``-DMINSEP_HOST``).
+SOURCE = KERNEL.source
 
 
 def terms(log_weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -142,5 +125,5 @@ def device_multi_attribution(
         np.float64(log_q if stays else 0.0),
         np.int32(stays),
     )
-    kernel = gpu.compiled(SOURCE, "minsep_multi_attribution")
+    kernel = KERNEL.launcher()
     return gpu.launch(kernel, rows, min_sep, operands, cp)

@@ -14,9 +14,11 @@ correlations (``a = 1/sigma``) or the dots ``<c_i, y>`` (``a = 1/sigma^2``); ``s
 signal ``<c_i, C x>`` of the array code's draw (absent for dots); ``r``: the public counts. The
 two rings of the last b values live in a global scratch array laid out ``(2 b, rows)``.
 
-The same source compiles as plain C with ``-DMINSEP_HOST`` (a loop over the rows):
-``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py`` runs it on the host against the
-array code. **Not yet measured on a GPU.**
+Without a GPU, CI compiles the source with NVRTC for compute capability 9.0
+(``tests/unit/schemes/kernels/test_cuda_sources.py``) and runs this driver with the kernel
+compiled for the host, one call per thread (:mod:`minsep.testing.host_device`;
+``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py``). **Not yet run or measured
+on a GPU.**
 """
 
 from __future__ import annotations
@@ -29,15 +31,8 @@ import numpy as np
 from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.blocks import tail_norms
 
-#: CUDA C source (also valid C99 under ``-DMINSEP_HOST``).
-SOURCE = r"""
-#ifdef MINSEP_HOST
-#include <math.h>
-#include <stdlib.h>
-#define DEVICE static
-#else
-#define DEVICE __device__ static
-#endif
+#: The kernel's body (after :data:`~minsep.schemes.kernels.gpu.PREAMBLE`).
+_BODY = r"""
 
 DEVICE double minsep_tr_logaddexp(double a, double b) {
     double hi = fmax(a, b);
@@ -92,23 +87,6 @@ DEVICE double minsep_tr_row(
         - minsep_tr_finish(ring_q, rs, b, log_p, p, warm);
 }
 
-#ifdef MINSEP_HOST
-void minsep_truncated_host(
-    const double* values, long long vs_s, long long vs_i,
-    const double* signal, long long ss_s, long long ss_i,
-    const long long* counts, long long cs_s, long long cs_i, const double* half_norms,
-    int n, int b, double a, double inv_s2, double log_p, double p, double log_q, int stays,
-    int warm, long long max_batch, double* out, int rows)
-{
-    double* ring = (double*)malloc(sizeof(double) * (size_t)(2 * b));
-    for (int s = 0; s < rows; ++s)
-        out[s] = minsep_tr_row(values + (long long)s * vs_s, vs_i,
-                               signal ? signal + (long long)s * ss_s : 0, ss_i,
-                               counts + (long long)s * cs_s, cs_i, half_norms, n, b, a, inv_s2,
-                               log_p, p, log_q, stays, warm, max_batch, ring, ring + b, 1);
-    free(ring);
-}
-#else
 extern "C" __global__ void minsep_truncated(
     const double* values, long long vs_s, long long vs_i,
     const double* signal, long long ss_s, long long ss_i, int has_signal,
@@ -124,8 +102,12 @@ extern "C" __global__ void minsep_truncated(
                            log_q, stays, warm, max_batch, ring + local,
                            ring + (long long)b * rows + local, rows);
 }
-#endif
 """
+
+#: The declared kernel (its checked launcher: ``KERNEL.launcher()``).
+KERNEL = gpu.declare(_BODY, "minsep_truncated")
+#: Its whole CUDA source (also C++ for the host under ``-DMINSEP_HOST``).
+SOURCE = KERNEL.source
 
 
 def device_truncated(
@@ -164,5 +146,5 @@ def device_truncated(
         np.int32(warm_start),
         np.int64(max_batch_size),
     )
-    kernel = gpu.compiled(SOURCE, "minsep_truncated")
+    kernel = KERNEL.launcher()
     return gpu.launch(kernel, rows, 2 * min_sep, operands, cp)

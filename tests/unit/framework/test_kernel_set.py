@@ -288,3 +288,34 @@ def test_a_plugin_model_on_the_array_path_says_so_once_in_the_result() -> None:
     result = accountant.delta(ToyScheme(), ToyStrategy(), 1.0, 1.0)
     notes = [n for n in result.notes if "has no compiled kernels" in n]
     assert len(notes) == 1 and "SubsampledGaussianToy" in notes[0]
+
+
+@needs_numba
+def test_a_dense_entry_reads_the_signal_of_a_transcript_drawn_as_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transcript drawn sparsely (numba) and evaluated on a kernel set with only a dense entry
+    (what gpu_check does when it moves host draws to the GPU) must hand that entry the signal,
+    rebuilt from the steps: before the fix it got None and evaluated x = 0."""
+    import attrs
+
+    from minsep.framework.interfaces import Direction
+    from minsep.schemes.losses import MultiAttributionLossModel
+
+    model = MultiAttributionLossModel(
+        coefficients=(0.8, 0.5, 0.3), n_steps=30, min_sep=3, probability=0.2, max_user_examples=3
+    )
+    backend = numpy_backend("numba")
+    transcript = model.draw(6, Direction.REMOVE, backend.rng(np.random.SeedSequence(4)), backend)
+    assert transcript.stored_signal is None and transcript.steps is not None
+    seen: dict[str, Any] = {}
+
+    def dense(values: Any, given: Any, sigma: float, value_scale: float, owner: Any) -> Any:
+        seen["signal"] = given.signal
+        return np.zeros(values.shape[0])
+
+    table = attrs.evolve(model.kernel_table, dense_ratio={"dense-only": dense})
+    monkeypatch.setattr(MultiAttributionLossModel, "kernel_table", table)
+    model.log_ratio(attrs.evolve(transcript, kernels="dense-only"), 1.0)
+    assert np.any(seen["signal"] != 0.0)
+    np.testing.assert_array_equal(seen["signal"], transcript.signal)
