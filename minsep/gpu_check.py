@@ -9,14 +9,23 @@ and of the hockey-stick estimates ``delta(eps) = mean((1 - exp(eps - L))_+)`` ov
 with one line on stderr when no CUDA device is usable, 1 when a difference exceeds
 ``--tolerance``. ``scripts/gpu_check.sh`` (``make gpu-check``) runs it after the gpu tests and
 before the bench on cupy.
+
+``--host-stand-in`` runs the same comparison without a GPU: numpy stands in for cupy and each
+CUDA kernel runs its own source compiled for the host, one call per thread
+(:mod:`minsep.testing.host_device`; needs a C++ compiler and the ``dev`` extra). It checks the
+drivers and the kernels' arithmetic, not cupy, the device compiler or speed; it is slow (use a
+few hundred ``--samples``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -76,8 +85,6 @@ def compare(model: Any, samples: int, device: Backend, seed: int) -> dict[str, A
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m minsep.gpu_check``."""
-    from minsep.bench import QUICK, bench_models
-
     parser = argparse.ArgumentParser(
         prog="python -m minsep.gpu_check", description=__doc__.split("\n")[0]
     )
@@ -85,12 +92,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=1e-8, help="largest loss difference")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    parser.add_argument(
+        "--host-stand-in",
+        action="store_true",
+        help="no GPU: numpy as cupy, the CUDA kernels compiled for the host (slow)",
+    )
     args = parser.parse_args(argv)
-    try:
-        device = get_backend("cupy")
-    except BackendUnavailableError as exc:
-        print(f"minsep.gpu_check: no usable GPU: {exc}", file=sys.stderr)
-        return 2
+    with contextlib.ExitStack() as stack:
+        if args.host_stand_in:
+            device = stack.enter_context(_stand_in())
+        else:
+            try:
+                device = get_backend("cupy")
+            except BackendUnavailableError as exc:
+                print(f"minsep.gpu_check: no usable GPU: {exc}", file=sys.stderr)
+                return 2
+        return _report(args, device)
+
+
+@contextlib.contextmanager
+def _stand_in() -> Iterator[Backend]:
+    """The host stand-in of a GPU backend, its kernels compiled into a temporary folder."""
+    from minsep.testing.host_device import host_device
+
+    with tempfile.TemporaryDirectory(prefix="minsep-host-device-") as folder:
+        with host_device(Path(folder)) as backend:
+            yield backend
+
+
+def _report(args: argparse.Namespace, device: Backend) -> int:
+    """Compare every model of the bench's quick sizes on ``device``, print the table; the exit
+    status."""
+    from minsep.bench import QUICK, bench_models
+
     rows: dict[str, Any] = {}
     for case in QUICK:
         for entry in bench_models(case):

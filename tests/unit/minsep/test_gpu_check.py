@@ -15,6 +15,7 @@ from minsep.bench import QUICK, bench_models
 from minsep.framework.backend import cupy_usable, numpy_backend
 from minsep.framework.interfaces import Direction
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
+from minsep.testing.host_device import cxx_compiler
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,3 +61,15 @@ def test_to_device_moves_every_array_and_sets_the_kernels() -> None:
     assert moved.kernels == "array" and moved.counts is not None
     np.testing.assert_array_equal(moved.counts, transcript.counts)
     np.testing.assert_array_equal(moved.signal, transcript.signal)
+
+
+@pytest.mark.skipif(cxx_compiler() is None, reason="needs a C++ compiler")
+def test_the_check_runs_on_the_host_stand_in(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--host-stand-in``: every model's CUDA drivers and kernels, on the host, agree."""
+    import json
+
+    assert gpu_check.main(["--host-stand-in", "--samples", "6", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["failed"] == []
+    kernels = {label.split(" [")[0]: row["kernels"] for label, row in report["models"].items()}
+    assert {kernels[name] for name in ("b_min_sep", "multi_attribution", "truncated")} == {"cuda"}

@@ -13,6 +13,7 @@ import pytest
 
 from minsep.bench_models import Case, bench_models
 from minsep.framework.backend import Backend, numpy_backend
+from minsep.framework.interfaces import Direction
 from minsep.gpu_check import compare
 from minsep.schemes.b_min_sep import gpu_kernels as b_min_sep_gpu
 from minsep.schemes.kernels.blocks import sliding_dot
@@ -74,3 +75,30 @@ def test_the_stand_in_is_only_inside_the_block(tmp_path: Path) -> None:
         assert cupy is backend.xp and cupy.asarray is np.asarray
     assert sys.modules.get("cupy") is before
     assert numpy_as_cupy().float64 is np.float64
+
+
+def test_draws_on_the_device_follow_the_host_stream(device: Backend) -> None:
+    """A draw on the ``"cuda"`` kernel set (participation by the array code on the device's
+    namespace, noise by the device driver) consumes the random stream as the host's does: the
+    same seed gives the same losses to rounding, in both directions."""
+    host = numpy_backend()
+    checked = 0
+    for entry in bench_models(TINY):
+        model = entry.model
+        if model is None or model.kernel_set(device) != "cuda":
+            continue
+        for direction in Direction:
+            seed = np.random.SeedSequence([7, int(direction is Direction.ADD)])
+            on_device = model.draw(30, direction, device.rng(seed), device)
+            on_host = model.draw(30, direction, host.rng(seed), host)
+            assert on_device.kernels == "cuda"
+            for sigma in (0.5, 2.0):
+                np.testing.assert_allclose(
+                    model.privacy_loss(on_device, sigma),
+                    model.privacy_loss(on_host, sigma),
+                    rtol=1e-10,
+                    atol=1e-10,
+                    err_msg=f"{entry.label} {direction.name} sigma={sigma}",
+                )
+        checked += 1
+    assert checked == 3
