@@ -115,9 +115,11 @@ def _stand_in() -> Iterator[Backend]:
     """The host stand-in of a GPU backend, its kernels compiled into a temporary folder."""
     from minsep.testing.host_device import host_device
 
-    with tempfile.TemporaryDirectory(prefix="minsep-host-device-") as folder:
-        with host_device(Path(folder)) as backend:
-            yield backend
+    with (
+        tempfile.TemporaryDirectory(prefix="minsep-host-device-") as folder,
+        host_device(Path(folder)) as backend,
+    ):
+        yield backend
 
 
 def _report(args: argparse.Namespace, device: Backend) -> int:
