@@ -49,7 +49,7 @@ test: $(TEST_STAMP)
 	$(PY) -m pytest -q
 
 test-all: $(TEST_STAMP)
-	$(PY) -m pytest -q -m "not gpu"
+	$(PY) -m pytest -q -m ""
 
 # Are the committed paper outputs current? Reruns a subset of every paper script (about 2 min
 # on 2 cores) and compares; a stale output is named with the command that regenerates it.

@@ -291,6 +291,12 @@ def _cupy_backend(kernels: str) -> Backend:
     return Backend("cupy", cupy, rng, cupy.asnumpy, kernels=kernels)
 
 
+def forget_cupy_backends() -> None:
+    """Drop the GPU backends built so far (they are built once per kernel set and kept): the
+    next :func:`cupy_backend` imports cupy again (a test's stand-in for it, say)."""
+    _cupy_backend.cache_clear()
+
+
 def namespace_backend(xp: Any, name: str | None = None) -> Backend:
     """A backend over any array-API namespace, drawing randomness on host numpy.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,14 +26,42 @@ def _deselect_benchmarks(config: pytest.Config, items: list[pytest.Item]) -> Non
         items[:] = [item for item in items if item not in dropped]
 
 
+def _stand_in_possible() -> bool:
+    from minsep.testing.host_device import cxx_compiler
+
+    return cxx_compiler() is not None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _deselect_benchmarks(config, items)
-    if cupy_usable():
+    if cupy_usable() or _stand_in_possible():
         return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU with cupy")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU with cupy, or a C++ compiler")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def _host_device_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("host_device")
+
+
+@pytest.fixture(autouse=True)
+def _gpu_tests_on_the_host_stand_in(
+    request: pytest.FixtureRequest, _host_device_folder: Path
+) -> Iterator[None]:
+    """Without a usable GPU, a test marked ``gpu`` runs on the host stand-in of one
+    (minsep/testing/host_device.py: numpy as cupy, the CUDA kernels compiled for the host, one
+    call per thread), so that the GPU test suite runs in every ``make test``; with a GPU it runs
+    on the device."""
+    if request.node.get_closest_marker("gpu") is None or cupy_usable():
+        yield
+        return
+    from minsep.testing.host_device import host_device
+
+    with host_device(_host_device_folder):
+        yield
 
 
 @pytest.fixture

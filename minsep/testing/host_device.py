@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from minsep.framework.backend import Backend, numpy_backend
+from minsep.framework.backend import Backend, forget_cupy_backends, numpy_backend
 from minsep.schemes.kernels import gpu
 from minsep.schemes.kernels.cuda_source import KernelParameter
 
@@ -102,21 +102,33 @@ class HostKernel:
 
 def numpy_as_cupy() -> types.ModuleType:
     """A module named ``cupy`` whose attributes are numpy's (what the drivers call: ``asarray``,
-    ``ascontiguousarray``, ``zeros``, ``empty``, ``fft``, the scalar types)."""
+    ``ascontiguousarray``, ``zeros``, ``empty``, ``fft``, the scalar types), plus what
+    :func:`~minsep.framework.backend.cupy_backend` reads: ``asnumpy``, one device
+    (``cuda.runtime.getDeviceCount()``) and ``random.Generator(random.XORWOW(seed))``, here
+    numpy's SFC64 (a GPU backend's stream is its own, as cupy's is)."""
     module = types.ModuleType("cupy", "numpy standing in for cupy (minsep.testing.host_device)")
 
     def attribute(name: str) -> Any:
         return getattr(np, name)
 
     module.__getattr__ = attribute  # type: ignore[method-assign]
+    module.asnumpy = np.asarray  # type: ignore[attr-defined]
+    module.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 1)
+    )
+    module.random = types.SimpleNamespace(  # type: ignore[attr-defined]
+        Generator=np.random.Generator, XORWOW=np.random.SFC64
+    )
     return module
 
 
 @contextlib.contextmanager
 def host_device(folder: Path) -> Iterator[Backend]:
-    """A ``"cupy"`` backend with the ``"cuda"`` kernels, run on the host (module docstring);
-    compiled kernels are kept in ``folder``. ``sys.modules["cupy"]`` is the stand-in within
-    the block and restored after it."""
+    """A ``"cupy"`` backend with the ``"cuda"`` kernels, run on the host (module docstring),
+    drawing with the host backend's generator (so that its draws can be compared with the
+    host's); compiled kernels are kept in ``folder``. Within the block ``import cupy`` gives
+    the stand-in and ``get_backend("cupy")`` a backend over it (with its own stream, as on a
+    GPU); both are restored after it."""
     stand_in = numpy_as_cupy()
     libraries: dict[str, HostKernel] = {}
 
@@ -129,6 +141,7 @@ def host_device(folder: Path) -> Iterator[Backend]:
     backend = Backend("cupy", stand_in, host.rng, np.asarray, kernels="cuda")
     previous = sys.modules.get("cupy")
     sys.modules["cupy"] = stand_in
+    forget_cupy_backends()  # get_backend("cupy") builds over the stand-in within the block
     try:
         with gpu.compiled_by(compiler):
             yield backend
@@ -137,6 +150,7 @@ def host_device(folder: Path) -> Iterator[Backend]:
             del sys.modules["cupy"]
         else:
             sys.modules["cupy"] = previous
+        forget_cupy_backends()  # and never after it
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""The cupy path of the loss models on a real GPU (marked ``gpu``: skipped without one).
+"""The cupy path of the loss models on a GPU (marked ``gpu``: without one, on the host stand-in
+of one, tests/conftest.py).
 
 The fused CUDA kernel is checked against the host kernels on the same transcript (moved to the
 host), and the GPU engine against the host engine statistically (cupy has its own stream).

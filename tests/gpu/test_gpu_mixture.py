@@ -1,5 +1,5 @@
-"""The CUDA log-ratio kernels of the multi-attribution and truncated models on a real GPU
-(marked ``gpu``: skipped without one).
+"""The CUDA log-ratio kernels of the multi-attribution and truncated models on a GPU (marked
+``gpu``: without one, on the host stand-in of one, tests/conftest.py).
 
 Each kernel is checked against the array code on the same transcript moved to the host, and
 the GPU engine against the host engine statistically (cupy has its own random stream).

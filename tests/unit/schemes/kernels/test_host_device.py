@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from minsep.bench_models import Case, bench_models
-from minsep.framework.backend import Backend, numpy_backend
+from minsep.framework.backend import Backend, cupy_usable, get_backend, numpy_backend
+from minsep.framework.errors import BackendUnavailableError
 from minsep.framework.interfaces import Direction
 from minsep.gpu_check import compare
 from minsep.schemes.b_min_sep import gpu_kernels as b_min_sep_gpu
@@ -73,8 +74,13 @@ def test_the_stand_in_is_only_inside_the_block(tmp_path: Path) -> None:
         import cupy
 
         assert cupy is backend.xp and cupy.asarray is np.asarray
+        on_stand_in = get_backend("cupy")
+        assert on_stand_in.xp is cupy and on_stand_in.kernels == "cuda"
     assert sys.modules.get("cupy") is before
     assert numpy_as_cupy().float64 is np.float64
+    if not cupy_usable():  # the backend built over the stand-in is gone with it
+        with pytest.raises(BackendUnavailableError):
+            get_backend("cupy")
 
 
 def test_draws_on_the_device_follow_the_host_stream(device: Backend) -> None:
