@@ -331,7 +331,7 @@ def test_quick_mode_reproduces_the_committed_outputs(name: str, tmp_path: Path) 
     its CSVs with the committed ones, numbers within RERUN_RTOL (paper/README.md says why)."""
     module = {"production": production, "multi_attribution": multi_attribution}[name]
     argv = ["--quick", "--output-dir", str(tmp_path), "--no-plot", "--workers", "2"]
-    assert module.main(argv) == 0  # the worker count does not change the numbers
+    assert module.SCRIPT.main(argv) == 0  # the worker count does not change the numbers
     for part in QUICK_CSVS[name]:
         produced = read_csv(tmp_path / f"{name}_{part}.csv")
         committed = read_csv(OUTPUT_DIR / f"{name}_{part}.csv")
