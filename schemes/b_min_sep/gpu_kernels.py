@@ -12,9 +12,9 @@ within k of a step, since b >= k). The ring of the last b values of g lives in a
 scratch array laid out ``(b, rows)``, and the noise correlations in a ``(n, S)`` layout
 (:func:`device_layout`), so that the threads of a warp touch consecutive addresses.
 
-Without a GPU, CI compiles the source with NVRTC for compute capability 9.0
-(``tests/unit/schemes/kernels/test_cuda_sources.py``) and runs this driver with the kernel
-compiled for the host, one call per thread (:mod:`minsep.testing.host_device`;
+Without a GPU, CI compiles the source with NVRTC for compute capability 9.0 and runs
+:func:`device_b_min_sep` with the kernel compiled for the host, one call per thread
+(:mod:`minsep.testing.host_device`;
 ``tests/unit/schemes/kernels/test_kernels_cuda_source.py``). **Not yet run or measured on a GPU.**
 """
 

@@ -13,11 +13,8 @@ of the last b values of g lives in a global scratch array laid out ``(b, rows)``
 values may be step-major (``(n, S)``, :func:`~minsep.schemes.b_min_sep.gpu_kernels.device_layout`)
 so that the threads of a warp touch consecutive addresses.
 
-Without a GPU, CI compiles the source with NVRTC for compute capability 9.0
-(``tests/unit/schemes/kernels/test_cuda_sources.py``) and runs this driver with the kernel
-compiled for the host, one call per thread (:mod:`minsep.testing.host_device`;
-``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py``). **Not yet run or measured
-on a GPU.**
+No GPU has run it yet; without one, CI compiles it with NVRTC and runs
+:func:`device_multi_attribution` on the host stand-in (:mod:`minsep.testing.host_device`).
 """
 
 from __future__ import annotations

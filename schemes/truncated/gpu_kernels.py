@@ -14,11 +14,8 @@ correlations (``a = 1/sigma``) or the dots ``<c_i, y>`` (``a = 1/sigma^2``); ``s
 signal ``<c_i, C x>`` of the array code's draw (absent for dots); ``r``: the public counts. The
 two rings of the last b values live in a global scratch array laid out ``(2 b, rows)``.
 
-Without a GPU, CI compiles the source with NVRTC for compute capability 9.0
-(``tests/unit/schemes/kernels/test_cuda_sources.py``) and runs this driver with the kernel
-compiled for the host, one call per thread (:mod:`minsep.testing.host_device`;
-``tests/unit/schemes/kernels/test_kernels_cuda_mixture_source.py``). **Not yet run or measured
-on a GPU.**
+CI tests this driver and kernel without a GPU (NVRTC, and the host stand-in of
+:mod:`minsep.testing.host_device`). **Not yet run or measured on a GPU.**
 """
 
 from __future__ import annotations
