@@ -21,8 +21,6 @@ from minsep.schemes.kernels.gpu import COMPILE_OPTIONS
 
 #: The architecture the sources are compiled for: compute capability 9.0 (H100, H200).
 ARCHITECTURE = "compute_90"
-#: cupy's options for the kernels.
-OPTIONS = COMPILE_OPTIONS
 
 
 class NvrtcUnavailableError(RuntimeError):
@@ -84,9 +82,10 @@ def compile_to_ptx(
     source: str,
     name: str = "kernel.cu",
     architecture: str = ARCHITECTURE,
-    options: Sequence[str] = OPTIONS,
+    options: Sequence[str] = COMPILE_OPTIONS,
 ) -> str:
-    """PTX of ``source`` compiled with ``options`` for ``architecture``; raises
+    """PTX of ``source`` compiled with ``options`` (by default cupy's for the kernels) for
+    ``architecture``; raises
     :class:`NvrtcCompileError` with NVRTC's log when the source does not compile."""
     lib = library()
     program = ctypes.c_void_p()
@@ -125,7 +124,6 @@ def ptx_parameter_types(ptx: str, entry: str) -> tuple[str, ...]:
 
 __all__ = [
     "ARCHITECTURE",
-    "OPTIONS",
     "NvrtcCompileError",
     "NvrtcUnavailableError",
     "compile_to_ptx",

@@ -104,14 +104,13 @@ class BlockLossModel(PrivacyLossModel):
         """``ln P(y)/Q(y)`` with ``<c_i, y> = signal_i + sigma noise_i``."""
         self._note()
         stored = transcript.stored_signal
-        table, kernels = self.kernel_table, transcript.kernels
-        entry = table.ratio(kernels, stored is not None)
+        sparse = stored is None and transcript.kernels in self.kernel_table.sparse_ratio
+        entry = self.kernel_table.ratio(transcript.kernels, dense_signal=not sparse)
         if entry is not None:
-            if entry is not table.sparse_ratio.get(kernels):
-                # a dense entry reads given.signal only: one drawn as steps is rebuilt densely
-                # (a transcript drawn on another kernel set, e.g. moved to the GPU)
-                stored = transcript.signal
-            given = Participation(stored, transcript.steps, transcript.step_weights,
+            # a dense entry reads given.signal: the stored one, or one rebuilt from the steps
+            # (a transcript drawn sparsely on another kernel set, e.g. moved to the GPU)
+            signal = None if sparse else transcript.signal
+            given = Participation(signal, transcript.steps, transcript.step_weights,
                                   transcript.counts)  # fmt: skip
             return entry(transcript.noise, given, sigma, 1.0 / sigma, self)
         dots = sigma * transcript.noise

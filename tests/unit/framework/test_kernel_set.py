@@ -16,6 +16,7 @@ import sys
 import types
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -29,11 +30,15 @@ from minsep.framework.backend import (
     requested_kernels,
 )
 from minsep.framework.errors import BackendUnavailableError, ConfigurationError
-from minsep.framework.interfaces import PrivacyLossModel
+from minsep.framework.interfaces import Direction, PrivacyLossModel
 from minsep.framework.registries import schemes, strategies
 from minsep.framework.results import Result
 from minsep.schemes.kernels.jit import NUMBA_AVAILABLE
-from minsep.schemes.losses import BallsInBinsLossModel, BMinSepLossModel
+from minsep.schemes.losses import (
+    BallsInBinsLossModel,
+    BMinSepLossModel,
+    MultiAttributionLossModel,
+)
 
 needs_numba = pytest.mark.skipif(not NUMBA_AVAILABLE, reason="needs numba")
 
@@ -297,11 +302,6 @@ def test_a_dense_entry_reads_the_signal_of_a_transcript_drawn_as_steps(
     """A transcript drawn sparsely (numba) and evaluated on a kernel set with only a dense entry
     (what gpu_check does when it moves host draws to the GPU) must hand that entry the signal,
     rebuilt from the steps: before the fix it got None and evaluated x = 0."""
-    import attrs
-
-    from minsep.framework.interfaces import Direction
-    from minsep.schemes.losses import MultiAttributionLossModel
-
     model = MultiAttributionLossModel(
         coefficients=(0.8, 0.5, 0.3), n_steps=30, min_sep=3, probability=0.2, max_user_examples=3
     )

@@ -51,14 +51,10 @@ def test_nvrtc_compiles_the_source_for_the_device(kernel: gpu.CudaKernel) -> Non
     _nvrtc_or_skip()
     ptx = nvrtc.compile_to_ptx(kernel.source, f"{kernel.name}.cu")
     types = nvrtc.ptx_parameter_types(ptx, kernel.name)
-    device = {
-        ("double", False): {"f64"},
-        ("int", False): {"u32", "s32", "b32"},
-        ("long long", False): {"u64", "s64", "b64"},
-    }
+    by_value = {"double": {"f64"}, "int": {"u32", "s32", "b32"}, "long long": {"u64", "s64", "b64"}}
     assert len(types) == len(kernel.parameters)
     for parameter, ptx_type in zip(kernel.parameters, types, strict=True):
-        allowed = {"u64", "b64"} if parameter.pointer else device[(parameter.c_type, False)]
+        allowed = {"u64", "b64"} if parameter.pointer else by_value[parameter.c_type]
         assert ptx_type in allowed, (parameter, ptx_type)
 
 
