@@ -28,7 +28,8 @@ from minsep.schemes.kernels.sampling import stationary_law
 
 #: Half-width of the tabulated band of N, in standard deviations of the number barred.
 BAND_SDS = 12.0
-#: Buckets of the guide tables (a power of 2, so that ``floor(u * GUIDE)`` is exact).
+#: Buckets of the guide tables (a power of 2, so that ``floor(u * GUIDE)`` is exact and the
+#: compiled kernel takes it from the top bits of the uniform's word).
 GUIDE = 256
 #: Buckets of the direct tables (a power of 2; one byte each). 2048 rather than 1024: half as
 #: many lookups fall in a bucket with a threshold and scan (2.3% against 4.6% at the bench's

@@ -137,6 +137,15 @@ _U11 = np.uint64(11)
 _TWO_M53 = 1.0 / 9007199254740992.0
 
 
+@njit(inline="always")
+def _log2(size: int) -> int:
+    """j with ``2^j = size`` (the tables' bucket counts are powers of 2 up to 2^53)."""
+    j = 0
+    while (1 << j) < size:
+        j += 1
+    return j
+
+
 @njit
 def table_counts_major(
     state: np.ndarray,
@@ -168,35 +177,38 @@ def table_counts_major(
     rows = barred.shape[0]
     ring_size = ring.shape[0]
     high = low + offsets.shape[0] - 2
-    width = direct.shape[1]
-    buckets = guides.shape[1] - 1
+    direct_shift = np.uint64(64 - _log2(direct.shape[1]))
+    guide_shift = np.uint64(64 - _log2(guides.shape[1] - 1))
     a, b, c, w = state[0], state[1], state[2], state[3]
     spare = np.zeros(0 if ring_size else rows, ring.dtype)  # b = 1: no window to update
     for t in range(t0, t1):
-        outside = 0
+        fewest = most = barred[0] if rows else 0  # min and max: vectorised, unlike a count
         for s in range(rows):
-            avail = others - barred[s]
-            outside += (avail < low) | (avail > high)
-        if outside:
+            fewest = min(fewest, barred[s])
+            most = max(most, barred[s])
+        if rows and (others - most < low or others - fewest > high):
             state[0], state[1], state[2], state[3] = a, b, c, w
             return t - t0
         out = tile[row0 + t - t0]
         leaving = ring[t % ring_size] if ring_size else spare
         for s in range(rows):
-            word, a, b, c, w = sfc64_next(a, b, c, w)  # then next_double
-            value = float(word >> _U11) * _TWO_M53
-            # the body of _lookup, inlined (a call pays for its arrays' reference counts)
+            word, a, b, c, w = sfc64_next(a, b, c, w)
+            # the body of _lookup, inlined (a call pays for its arrays' reference counts), its
+            # buckets taken from the word's top bits: with u = (word >> 11) 2^-53 (numpy's
+            # next_double) and 2^j buckets, floor(u 2^j) = word >> (64 - j) exactly, and
+            # the double u is formed only where the thresholds must be scanned
             k = others - barred[s] - low
-            entry = direct[k, int(value * width)]
+            entry = direct[k, word >> direct_shift]
             if entry < SPLIT:
                 sampled = bases[k] + entry
             else:
+                value = float(word >> _U11) * _TWO_M53
                 first = offsets[k]
                 end = offsets[k + 1]
                 if entry != SCAN:
                     index = first + bases[k] + (entry - SPLIT)
                 else:
-                    index = first + guides[k, int(value * buckets)]
+                    index = first + guides[k, word >> guide_shift]
                 while index < end and thresholds[index] <= value:
                     index += 1
                 sampled = index - first

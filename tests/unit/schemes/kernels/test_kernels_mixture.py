@@ -340,6 +340,18 @@ def test_compiled_counts_are_the_array_counts(warm: bool) -> None:
     assert abs(mean - 0.15 * available) < 0.05 * 0.15 * available
 
 
+def test_compiled_counts_agree_through_the_guide_tables() -> None:
+    """Counts spread over more than the direct entries encode (sd about 26 at p = 0.5): the
+    lookups of the tails go through the guide tables, indexed by the word's top bits in the
+    compiled kernel and by ``floor(u * GUIDE)`` in the array code."""
+    tables = count_tables(4000, 0.5, 2)
+    centre = (tables.high - tables.low) // 2
+    assert (tables.direct[centre - 20 : centre + 20] == SCAN).mean() > 0.01  # ~6000 draws
+    got = host_counts(200, 30, 0.5, 2, True, 4000, _rng(5), numpy_backend())
+    want = table_counts(200, 30, 4000, 0.5, 2, True, _host_generator(_rng(5)))
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize(("samples", "steps"), [(300, 80), (301, 83)])
 @pytest.mark.parametrize("warm", [False, True])
 def test_compiled_counts_agree_across_tiles(
