@@ -106,6 +106,17 @@ def scaled_kernel(coefficients: tuple[float, ...], length: int) -> np.ndarray:
     return kernel
 
 
+@functools.lru_cache(maxsize=64)
+def split_kernel(coefficients: tuple[float, ...], length: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`scaled_kernel` as two contiguous arrays, its real and its imaginary parts (what
+    :func:`~minsep.schemes.kernels.cpu_kernels.multiply_spectra` reads)."""
+    kernel = scaled_kernel(coefficients, length)
+    real, imag = np.ascontiguousarray(kernel.real), np.ascontiguousarray(kernel.imag)
+    real.setflags(write=False)
+    imag.setflags(write=False)
+    return real, imag
+
+
 def correlate(
     z: np.ndarray,
     c: np.ndarray,
@@ -150,12 +161,13 @@ def correlate_input(
     if size < rows:
         plan.padded[size:, :n] = 0.0
     plan.forward.execute()
-    spectrum, kernel = plan.spectrum, scaled_kernel(tuple(c.tolist()), length)
+    spectrum, coefficients = plan.spectrum, tuple(c.tolist())
     if NUMBA_AVAILABLE:
-        pairs = spectrum.reshape(-1, kernel.size).view(np.float64)
-        cpu_kernels.multiply_spectra(pairs, kernel.view(np.float64))
+        real, imag = split_kernel(coefficients, length)
+        pairs = spectrum.reshape(-1, real.size).view(np.float64)
+        cpu_kernels.multiply_spectra(pairs, real, imag)
     else:  # pragma: no cover - numba is installed wherever pyfftw is tested
-        np.multiply(spectrum, kernel, out=spectrum)
+        np.multiply(spectrum, scaled_kernel(coefficients, length), out=spectrum)
     plan.backward.execute()
     inverse = plan.inverse[:size]
     whole = (blocks - 1) * step  # outputs of the segments that end before n

@@ -215,6 +215,27 @@ def test_the_narrow_direct_sum_is_the_tiled_one_bit_for_bit(n: int, k: int) -> N
     np.testing.assert_allclose(narrow, want, rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("width", [1, 2, 7, 2049])
+def test_the_compiled_spectral_product_rounds_each_product(width: int) -> None:
+    """Split kernel, interleaved spectra: ``(ac - bd) + (ad + bc)i`` with every product and sum
+    rounded on its own (numpy's float64 ufuncs, one operation each), bit for bit: no fused
+    multiply-add, so every machine computes the same bits."""
+    from minsep.schemes.kernels import cpu_kernels
+
+    rng = np.random.default_rng(width)
+    spectra = rng.standard_normal((3, width)) + 1j * rng.standard_normal((3, width))
+    kernel = rng.standard_normal(width) + 1j * rng.standard_normal(width)
+    a, b, c, d = spectra.real, spectra.imag, kernel.real, kernel.imag
+    want = np.empty_like(spectra)
+    want.real = np.subtract(np.multiply(a, c), np.multiply(b, d))
+    want.imag = np.add(np.multiply(a, d), np.multiply(b, c))
+    got = spectra.copy()
+    cpu_kernels.multiply_spectra(
+        got.view(np.float64), np.ascontiguousarray(c), np.ascontiguousarray(d)
+    )
+    np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
 @needs_fftw
 @pytest.mark.parametrize("samples", [1, 3, 11, 40])
 def test_normals_drawn_into_fftws_input_are_those_of_the_plan(
