@@ -138,10 +138,9 @@ def multiply_spectra(spectra: np.ndarray, real: np.ndarray, imag: np.ndarray) ->
     """``spectra[r] *= kernel`` for every row, the spectra's complex numbers stored as (real,
     imaginary) float64 pairs and the kernel's as two arrays ``real``, ``imag``: ``(a + bi)(c +
     di) = (ac - bd) + (ad + bc)i``, each product rounded, in plain IEEE arithmetic (no fused
-    multiply-add, so every machine gives the same bits). The
-    spectral product of the FFT correlations; the kernel split in two contiguous arrays lets
-    the loop vectorise, where an interleaved kernel kept it scalar (the measured cost:
-    docs/performance.md)."""
+    multiply-add, so every machine gives the same bits). The spectral product of the FFT
+    correlations; the kernel split in two contiguous arrays lets the loop vectorise, where an
+    interleaved kernel kept it scalar (the measured cost: docs/performance.md)."""
     rows = spectra.shape[0]
     half = real.shape[0]
     for r in range(rows):
