@@ -176,12 +176,22 @@ _QUIET_AT_CLOSE = (
 )
 
 
-def _drop_cancelled_reconnects(record: logging.LogRecord) -> bool:
-    """A logging filter of ``distributed.client``: drops the traceback a client logs when its
-    attempts to reconnect to a lost scheduler are cancelled by closing it (the run reports
-    the loss in one line instead)."""
+def _drop_lost_connection_tracebacks(record: logging.LogRecord) -> bool:
+    """A logging filter of the client's Dask loggers (:data:`_FILTERED`): drops the tracebacks
+    a client logs when its scheduler goes away, which the run reports in one line instead
+    (:func:`_lost`): its reconnection attempts cancelled by closing it
+    (``asyncio.CancelledError``, ``distributed.client``), and its batched stream to the
+    scheduler found closed (``CommClosedError``, ``distributed.batched``, logged at INFO with
+    the traceback)."""
     error = record.exc_info[1] if record.exc_info else None
-    return not isinstance(error, asyncio.CancelledError)
+    if error is None:
+        return True
+    closed = any(kind.__name__ == "CommClosedError" for kind in type(error).__mro__)
+    return not (closed or isinstance(error, asyncio.CancelledError))
+
+
+#: The client-side loggers :func:`_drop_lost_connection_tracebacks` filters.
+_FILTERED = ("distributed.client", "distributed.batched")
 
 
 def _close(client: Any, cluster: Any) -> None:
@@ -255,9 +265,10 @@ class DaskExecutor:
 
     def _start(self) -> tuple[Any, Any]:
         dist = _distributed()
-        client_log = logging.getLogger("distributed.client")
-        if _drop_cancelled_reconnects not in client_log.filters:
-            client_log.addFilter(_drop_cancelled_reconnects)
+        for name in _FILTERED:
+            log = logging.getLogger(name)
+            if _drop_lost_connection_tracebacks not in log.filters:
+                log.addFilter(_drop_lost_connection_tracebacks)
         if self.scheduler is not None:
             return self._connect(dist), None
         cluster = dist.LocalCluster(

@@ -8,8 +8,11 @@ and used through its address (the ``scheduler=`` path); the in-process LocalClus
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -312,6 +315,39 @@ def test_dask_executor_is_validated(tmp_path: Path) -> None:
     scheduler_file.write_text("{}")  # and name the scheduler's address
     with pytest.raises(ConfigurationError, match="has no address"):
         DaskExecutor(scheduler=str(scheduler_file))
+
+
+def test_a_lost_schedulers_tracebacks_are_filtered_from_the_client_loggers(cluster: Any) -> None:
+    """A scheduler gone mid-run is reported in one line (WorkersLostError); the tracebacks the
+    client's own Dask loggers would print on the way (its batched stream found closed, logged
+    at INFO; its reconnection attempts cancelled) are dropped, other records kept."""
+    from distributed.comm.core import CommClosedError
+
+    _executor(cluster).client()
+    keep = dask_module._drop_lost_connection_tracebacks
+    for name in ("distributed.client", "distributed.batched"):
+        assert keep in logging.getLogger(name).filters
+
+    def record(error: BaseException | None) -> logging.LogRecord:
+        if error is None:
+            info = None
+        else:
+            try:
+                raise error
+            except BaseException:
+                info = sys.exc_info()
+        return logging.LogRecord(
+            "distributed.batched", logging.INFO, __file__, 1, "Batched Comm Closed", None, info
+        )
+
+    class FatalClosedError(CommClosedError):
+        pass
+
+    assert not keep(record(CommClosedError()))
+    assert not keep(record(FatalClosedError()))
+    assert not keep(record(asyncio.CancelledError()))
+    assert keep(record(ValueError("a chunk's own error")))
+    assert keep(record(None))
 
 
 def test_missing_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
