@@ -186,8 +186,13 @@ def _drop_lost_connection_tracebacks(record: logging.LogRecord) -> bool:
     error = record.exc_info[1] if record.exc_info else None
     if error is None:
         return True
-    closed = any(kind.__name__ == "CommClosedError" for kind in type(error).__mro__)
-    return not (closed or isinstance(error, asyncio.CancelledError))
+    return not (_comm_closed(error) or isinstance(error, asyncio.CancelledError))
+
+
+def _comm_closed(error: BaseException) -> bool:
+    """Whether ``error`` is Distributed's ``CommClosedError`` or a subclass (matched by name:
+    ``distributed`` is an optional extra, imported only once a cluster is used)."""
+    return any(kind.__name__ == "CommClosedError" for kind in type(error).__mro__)
 
 
 #: The client-side loggers :func:`_drop_lost_connection_tracebacks` filters.
@@ -393,8 +398,7 @@ def _lost(executor: DaskExecutor, client: Any, exc: Exception) -> WorkersLostErr
             f"the Dask workers running a chunk were lost repeatedly at {where} ({exc}): "
             "lower --chunk-size, give the workers more memory, or resume from the checkpoint"
         )
-    closed = any(kind.__name__ == "CommClosedError" for kind in type(exc).__mro__)
-    if isinstance(exc, concurrent.futures.CancelledError) or closed:
+    if isinstance(exc, concurrent.futures.CancelledError) or _comm_closed(exc):
         pass  # cancelled for "scheduler-connection-lost", or the client's comm closed
     elif client.status == "running" or not isinstance(exc, OSError | TimeoutError):
         return None
