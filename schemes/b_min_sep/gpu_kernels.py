@@ -31,13 +31,6 @@ from minsep.schemes.kernels.blocks import effective_coefficients
 
 #: The kernel's body (after :data:`~minsep.schemes.kernels.gpu.PREAMBLE`).
 _BODY = r"""
-
-DEVICE double minsep_logaddexp(double a, double b) {
-    double hi = fmax(a, b);
-    if (isinf(hi)) return hi;  /* -inf + -inf, or an infinite term: as numpy's logaddexp */
-    return hi + log1p(exp(-fabs(a - b)));
-}
-
 /* ln P/Q of one sample; values[i * value_stride], ring[slot * ring_stride]. */
 DEVICE double minsep_b_min_sep_row(
     const double* values, long long value_stride,

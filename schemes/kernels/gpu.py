@@ -43,6 +43,8 @@ COMPILE_OPTIONS = ("--std=c++14",)
 #: What every kernel source starts with. On the device, ``DEVICE`` marks the helpers; on the
 #: host (``-DMINSEP_HOST``, compiled as C++) ``__global__`` vanishes and ``blockDim``,
 #: ``blockIdx``, ``threadIdx`` are variables the caller sets before each call (one per thread).
+#: ``minsep_logaddexp``, the helper every kernel's log-domain recursion calls, is numpy's
+#: ``logaddexp`` (an infinite larger term returned as it is).
 PREAMBLE = r"""
 #ifdef MINSEP_HOST
 #include <math.h>
@@ -55,6 +57,12 @@ struct minsep_index blockDim = {1}, blockIdx = {0}, threadIdx = {0};
 #else
 #define DEVICE __device__ static
 #endif
+
+DEVICE inline double minsep_logaddexp(double a, double b) {
+    double hi = fmax(a, b);
+    if (isinf(hi)) return hi;  /* -inf + -inf, or an infinite term: as numpy's logaddexp */
+    return hi + log1p(exp(-fabs(a - b)));
+}
 """
 
 Launcher = Callable[[tuple[int, ...], tuple[int, ...], tuple[Any, ...]], Any]

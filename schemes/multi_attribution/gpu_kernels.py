@@ -29,13 +29,6 @@ from minsep.schemes.kernels.blocks import tail_norms
 
 #: The kernel's body (after :data:`~minsep.schemes.kernels.gpu.PREAMBLE`).
 _BODY = r"""
-
-DEVICE double minsep_ma_logaddexp(double a, double b) {
-    double hi = fmax(a, b);
-    if (isinf(hi)) return hi;
-    return hi + log1p(exp(-fabs(a - b)));
-}
-
 /* ln P/Q of one sample; values[i * vs], signal[i * ss] (signal may be 0), ring[j * rs]. */
 DEVICE double minsep_ma_row(
     const double* values, long long vs, const double* signal, long long ss,
@@ -57,7 +50,7 @@ DEVICE double minsep_ma_row(
         long long slot = (long long)(i % b) * rs;
         long long next = (long long)((i + 1) % b) * rs;
         double go = peak + log(total) + ring[slot];
-        ring[slot] = stays ? minsep_ma_logaddexp(log_q + ring[next], go) : go;
+        ring[slot] = stays ? minsep_logaddexp(log_q + ring[next], go) : go;
     }
     return ring[0];
 }

@@ -30,19 +30,12 @@ from minsep.schemes.kernels.blocks import tail_norms
 
 #: The kernel's body (after :data:`~minsep.schemes.kernels.gpu.PREAMBLE`).
 _BODY = r"""
-
-DEVICE double minsep_tr_logaddexp(double a, double b) {
-    double hi = fmax(a, b);
-    if (isinf(hi)) return hi;
-    return hi + log1p(exp(-fabs(a - b)));
-}
-
 DEVICE double minsep_tr_finish(const double* ring, long long rs, int b, double log_p, double p,
                                int warm) {
     double total = ring[0];
     if (!warm) return total;
     for (int j = 1; j < b; ++j)
-        total = minsep_tr_logaddexp(total, log_p + ring[(long long)j * rs]);
+        total = minsep_logaddexp(total, log_p + ring[(long long)j * rs]);
     return total - log1p((b - 1) * p);
 }
 
@@ -68,8 +61,8 @@ DEVICE double minsep_tr_row(
         if (r >= max_batch) {
             double keep = cap / fmax((double)r + 1.0, cap + 1.0);
             double log_keep = log(keep), log_drop = log1p(-keep);
-            lp = log_p + minsep_tr_logaddexp(log_keep + 2.0 * x - 4.0 * h, log_drop);
-            lq = log_p + minsep_tr_logaddexp(log_keep - x - h, log_drop);
+            lp = log_p + minsep_logaddexp(log_keep + 2.0 * x - 4.0 * h, log_drop);
+            lq = log_p + minsep_logaddexp(log_keep - x - h, log_drop);
         } else {
             lp = log_p + (x - h);
             lq = log_p;
@@ -77,8 +70,8 @@ DEVICE double minsep_tr_row(
         long long slot = (long long)(i % b) * rs;
         long long next = (long long)((i + 1) % b) * rs;
         double go_p = lp + ring_p[slot], go_q = lq + ring_q[slot];
-        ring_p[slot] = stays ? minsep_tr_logaddexp(log_q + ring_p[next], go_p) : go_p;
-        ring_q[slot] = stays ? minsep_tr_logaddexp(log_q + ring_q[next], go_q) : go_q;
+        ring_p[slot] = stays ? minsep_logaddexp(log_q + ring_p[next], go_p) : go_p;
+        ring_q[slot] = stays ? minsep_logaddexp(log_q + ring_q[next], go_q) : go_q;
     }
     return minsep_tr_finish(ring_p, rs, b, log_p, p, warm)
         - minsep_tr_finish(ring_q, rs, b, log_p, p, warm);
