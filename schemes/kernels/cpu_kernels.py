@@ -154,19 +154,13 @@ def multiply_spectra(spectra: np.ndarray, real: np.ndarray, imag: np.ndarray) ->
 
 @njit
 def chain_round(
-    logs: np.ndarray,
-    active: np.ndarray,
-    alive: int,
-    times: np.ndarray,
-    log_stay: float,
-    b: int,
-    n: int,
-    row: np.ndarray,
+    waits: np.ndarray, active: np.ndarray, alive: int, times: np.ndarray, n: int, row: np.ndarray
 ) -> int:
     """One round of :func:`~minsep.schemes.kernels.sampling.chain_steps`: the i-th of the
-    ``alive`` samples listed in ``active`` moves to ``t + min(floor(logs[i] / log_stay), n) +
-    b`` (``logs = ln(1 - u)``; the array code's IEEE operations in the same order), records it
-    in ``row[s]`` while inside the horizon, and stays listed only then. Returns the new count.
+    ``alive`` samples listed in ``active`` moves to ``t + waits[i]`` (``waits = min(floor(ln(1 -
+    u) / ln(1 - p)), n) + b`` from :func:`~minsep.schemes.kernels.chain_logs.round_waits`; the
+    array code's IEEE addition), records it in ``row[s]`` while inside the horizon, and stays
+    listed only then. Returns the new count.
 
     A sample listed in round r has recorded r - 1 steps, so ``row`` is the round's slot of every
     sample (one row of a round-major array that :func:`rounds_to_steps` transposes): the writes
@@ -177,7 +171,7 @@ def chain_round(
     kept = 0
     for i in range(alive):
         s = active[i]
-        t = times[s] + (min(np.floor(logs[i] / log_stay), nf) + b)
+        t = times[s] + waits[i]
         times[s] = t
         if t < nf:
             row[s] = np.int32(t)

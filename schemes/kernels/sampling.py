@@ -117,8 +117,9 @@ def chain_steps(
 
     Stream: ``S`` uniforms for s_0 (warm only), then rounds: round r draws one uniform for each
     sample whose chain is still inside the horizon after r - 1 gaps, in sample order, until no
-    sample is left. ``kernels``: the backend's kernel set (``"numba"`` runs each round's update
-    compiled on the host; the same IEEE operations as the array code).
+    sample is left. ``kernels``: the backend's kernel set (``"numba"`` runs each round compiled
+    on the host, its waits from a vectorised logarithm that gives numpy's waits bit for bit:
+    :mod:`.chain_logs`; otherwise the same IEEE operations as the array code).
     """
     m = -(-n_steps // min_sep)
     if warm_start:
@@ -139,6 +140,7 @@ def _host_chain_steps(
     """The rounds of :func:`chain_steps` with the update of each round compiled."""
     from minsep.schemes.kernels import sfc64
     from minsep.schemes.kernels.buffers import reusable
+    from minsep.schemes.kernels.chain_logs import round_waits
     from minsep.schemes.kernels.cpu_kernels import chain_round, rounds_to_steps
     from minsep.schemes.kernels.fused import generator_of
 
@@ -152,16 +154,19 @@ def _host_chain_steps(
     used = 0
     generator = generator_of(rng)  # draw into one buffer when there is one
     scratch = reusable((n_samples,), role="chain-uniforms")
+    wait_buffer = reusable((n_samples,), role="chain-waits")
+    exponents = reusable((n_samples,), np.uint64, role="chain-exponents")
     while alive:
         if generator is not None:
-            logs = scratch[:alive]
-            sfc64.fill(generator, "random", logs)  # the numbers of rng.random((alive,))
+            uniforms = scratch[:alive]
+            sfc64.fill(generator, "random", uniforms)  # the numbers of rng.random((alive,))
         else:
-            logs = np.asarray(rng.random((alive,)), dtype=np.float64)
-        np.log(np.subtract(1.0, logs, out=logs), out=logs)
+            uniforms = np.asarray(rng.random((alive,)), dtype=np.float64)
+        waits = wait_buffer[:alive]
+        round_waits(uniforms, waits, exponents, log_stay, b, n_steps)
         row = rounds[min(used, m)]
         row.fill(n_steps)
-        alive = chain_round(logs, active, alive, times, log_stay, b, n_steps, row)
+        alive = chain_round(waits, active, alive, times, n_steps, row)
         used += 1
     rounds_to_steps(rounds, used, n_steps, out)
     return out
