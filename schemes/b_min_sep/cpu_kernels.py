@@ -79,8 +79,8 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
     shifted = bits[:n].view(np.float64)
     for i in range(n):
         raw = x[i]
-        bad += (raw > LIMIT) | (raw < -LIMIT) | (raw != raw)
         v = min(max(raw, -LIMIT), LIMIT)
+        bad += v != raw  # outside [-LIMIT, LIMIT], or NaN (never equal to itself)
         held = v * _LOG2E + _SHIFTER
         m = held - _SHIFTER  # the integer nearest v / ln 2, |m| <= 433 < 2^51
         r = (v - m * _LN2_HI) - m * _LN2_LO
