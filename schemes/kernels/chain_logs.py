@@ -22,8 +22,8 @@ logarithms each within a few ulp of the true one give the same floor unless the 
 within about 1e-15 relatively of an integer. So the kernel counts the values whose quotient lies
 within :data:`AMBIGUOUS` (relatively) of an integer, and :func:`round_logs` recomputes such a
 round with numpy's ``log`` itself: the waits, and so the participation steps, are those of the
-array code bit for bit (a round is recomputed with probability about ``2 AMBIGUOUS`` per
-uniform, i.e. never in practice).
+array code bit for bit (a uniform sends its round to numpy with probability about ``2
+AMBIGUOUS max(q, 1)``, q its quotient: rare enough that the fallback costs nothing).
 """
 
 from __future__ import annotations
