@@ -52,8 +52,6 @@ __all__ = [
     "unit_noise_multiplier",
 ]
 
-#: Root finding tolerance handed to dp_accounting's analytic Gaussian routines.
-_TOL = 1e-12
 #: Upward nudges tried before giving up on a conservative answer (each doubles the step).
 _NUDGES = 80
 #: Relative width of the bracket at which the noise-multiplier bisection stops.
@@ -251,12 +249,25 @@ def unit_noise_multiplier(epsilon: float, delta: float) -> float:
     return math.exp(hi)
 
 
+def _epsilon_guess(s: float, delta: float) -> float:
+    """A seed near the Gaussian mechanism's epsilon at multiplier s: ``1/(2 s^2) + sqrt(2
+    ln(1/delta)) / s``, the tail bound's root (1 where that is not a positive number). Only
+    the bracket of :func:`smallest_epsilon` starts from it; dp_accounting's root would cost an
+    import of scipy.stats (docs/performance.md, fifth pass)."""
+    try:
+        guess = 0.5 / (s * s) + math.sqrt(2.0 * max(-math.log(delta), 0.0)) / s
+    except (ArithmeticError, ValueError):  # s**2 underflowing to 0, delta outside (0, 1]
+        return 1.0
+    return guess if math.isfinite(guess) and guess > 0.0 else 1.0
+
+
 def smallest_epsilon(noise_multiplier: float, delta: float) -> float:
     """The smallest double ``eps >= 0`` with ``gaussian_delta(s, eps) <= delta`` (inf if none).
 
-    dp_accounting's root (within ``_TOL``) seeds a bracket that is then bisected down to
+    A rough root (:func:`_epsilon_guess`) seeds a bracket that is then bisected down to
     adjacent doubles, so the answer is verified by the same function calibration verifies
-    with: at a sigma calibrated for epsilon, the reported epsilon never exceeds it.
+    with: at a sigma calibrated for epsilon, the reported epsilon never exceeds it (and the
+    seed changes only the number of bisection steps, not the answer).
     """
     s = float(noise_multiplier)
 
@@ -267,17 +278,7 @@ def smallest_epsilon(noise_multiplier: float, delta: float) -> float:
         return 0.0
     if not ok(sys.float_info.max):
         return math.inf  # no finite epsilon holds: sigma is too small to give any guarantee
-    # lazy: dp_accounting imports scipy.stats (about a second)
-    import dp_accounting
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            guess = float(dp_accounting.get_epsilon_gaussian(s, delta, tol=_TOL))
-    except (ValueError, ArithmeticError, RuntimeError):
-        guess = 1.0
-    if not math.isfinite(guess) or guess <= 0.0:
-        guess = 1.0
+    guess = _epsilon_guess(s, delta)
     hi = guess + max(guess, 1.0) * 1e-9
     while not ok(hi):
         hi = min(hi * 2.0, sys.float_info.max)

@@ -11,8 +11,9 @@ warm, Poisson as b = 1; docs/rdp-escort.md §2-§3) or a uniform phase mixture
 Both neighbouring directions are bounded (docs/rdp-escort.md §5, docs/math.md §10):
 
 - remove (P against Q): the optimal single-order conversion of Canonne, Kamath & Steinke
-  (2020, Prop. 12) minimised over the orders, through dp_accounting's ``compute_epsilon`` /
-  ``compute_delta`` (which also apply the order-free bound ``delta <= sqrt(1 - e^{-D})``);
+  (2020, Prop. 12) minimised over the orders, with the order-free bound ``delta <= sqrt(1 -
+  e^{-D})`` (:mod:`~minsep.accountants.rdp_conversion`: the formulas of dp_accounting's
+  ``compute_epsilon`` / ``compute_delta``, without importing it);
 - add (Q against P): for b = 1 with one band (DP-SGD) the run is a product of sampled Gaussians
   and Mironov, Talwar & Zhang (2019, "Renyi DP of the sampled Gaussian
   mechanism") give ``D_lam(Q||P) <= D_lam(P||Q)`` step by step,
@@ -38,6 +39,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from minsep.accountants import rdp_conversion
 from minsep.accountants import rdp_moments as moments
 from minsep.accountants.add_bound import AddDirectionBound, ChernoffAddBound
 from minsep.accountants.gaussian import GaussianAccountant, gaussian_delta, smallest_epsilon
@@ -115,19 +117,13 @@ class RenyiBound:
 
     def remove_epsilon(self, delta: float) -> tuple[float, int]:
         """Optimal-conversion epsilon of the remove direction and the order attaining it."""
-        # lazy: dp_accounting imports scipy.stats (about a second)
-        from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
-
-        eps, order = rdp_conversion.compute_epsilon(self.orders, self.rdp, delta)
-        return max(float(eps), 0.0), int(order)
+        eps, order = rdp_conversion.epsilon_of(self.orders, self.rdp, delta)
+        return max(eps, 0.0), int(order)
 
     def remove_delta(self, epsilon: float) -> tuple[float, int]:
         """Optimal-conversion delta of the remove direction and the order attaining it."""
-        # lazy: dp_accounting imports scipy.stats (about a second)
-        from dp_accounting.rdp import rdp_privacy_accountant as rdp_conversion
-
-        value, order = rdp_conversion.compute_delta(self.orders, self.rdp, epsilon)
-        return min(max(float(value), 0.0), 1.0), int(order)
+        value, order = rdp_conversion.delta_of(self.orders, self.rdp, epsilon)
+        return min(max(value, 0.0), 1.0), int(order)
 
     def _tv_bound(self) -> float:
         """``sqrt(1 - exp(-min D))``: bounds the total variation (Bretagnolle-Huber)."""
