@@ -160,6 +160,35 @@ def variant_kinds(
     )
 
 
+def _compiled() -> bool:
+    """Whether the block factors run compiled (:mod:`.block_kernels`; numba importable and
+    ``MINSEP_KERNELS`` not ``array``)."""
+    from minsep.framework.backend import numba_unavailable_reason
+
+    return numba_unavailable_reason() is None
+
+
+def _kernel_inputs(
+    kind: BlockKind, coefficients: np.ndarray, z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``z`` (C-contiguous float64, rows x ``kind.length``) and the coefficients as float64."""
+    return (
+        np.ascontiguousarray(z, dtype=np.float64),
+        np.ascontiguousarray(coefficients, dtype=np.float64),
+    )
+
+
+def _cut_norms(kind: BlockKind, coefficients: np.ndarray) -> np.ndarray:
+    """``||c_j||^2`` cut at the block's end for the zone steps j, summed as :func:`_gains` sums
+    them (``0 + c_0^2 + c_1^2 + ...`` over the rows inside the block)."""
+    k = len(coefficients)
+    norms = np.zeros(kind.zone)
+    ones = np.concatenate([np.ones(kind.length), np.zeros(k - 1)])
+    for i, c in enumerate(np.asarray(coefficients, dtype=np.float64)):
+        norms += c * c * ones[i : i + kind.zone]
+    return norms
+
+
 def _gains(kind: BlockKind, coefficients: np.ndarray, sigma: float, z: np.ndarray) -> np.ndarray:
     """``g_j = exp(<c_j, z> / sigma - ||c_j||^2 / (2 sigma^2))`` at the zone steps j, the
     column c_j cut at the block's end (rows x ``kind.zone``)."""
@@ -187,6 +216,14 @@ def block_factors(
     """
     if kind.entry_min:
         return entry_min_factors(kind, coefficients, sigma, probability, z)
+    if _compiled():
+        from minsep.accountants.block_kernels import zone_log_factors
+
+        out = np.empty(z.shape[0])
+        zone_log_factors(*_kernel_inputs(kind, coefficients, z), sigma, probability,
+                         np.asarray(kind.initial, dtype=np.float64), kind.zone,
+                         _cut_norms(kind, coefficients), out)  # fmt: skip
+        return out
     b = len(kind.initial)
     rows, length = z.shape
     g = _gains(kind, coefficients, sigma, z)
@@ -229,6 +266,14 @@ def entry_min_factors(
 ) -> np.ndarray:
     """``ln M_B = ln min_{s < entries} G_{B,s}`` for each row of ``z`` (§10.1.1;
     :func:`entry_values`)."""
+    if _compiled():
+        from minsep.accountants.block_kernels import entry_log_minima
+
+        out = np.empty(z.shape[0])
+        entry_log_minima(*_kernel_inputs(kind, coefficients, z), sigma, probability,
+                         len(kind.initial), kind.zone, kind.entries,
+                         _cut_norms(kind, coefficients), out)  # fmt: skip
+        return out
     values = entry_values(kind, coefficients, sigma, probability, z)[:, : kind.entries]
     with np.errstate(divide="ignore"):
         return np.asarray(np.log(values.min(axis=1)), dtype=np.float64)
