@@ -3,13 +3,14 @@
 The same numbers as the array code of :mod:`~minsep.accountants.block_laws`
 (:func:`~minsep.accountants.block_laws.block_factors`,
 :func:`~minsep.accountants.block_laws.entry_values`), row by row with the row's buffers in
-cache: the column dots ``<c_j, z>`` summed in the array code's order (``0 + c_0 z_j + c_1
-z_{j+1} + ...``, no fused multiply-add), the gains ``g_j = exp(<c_j, z> / sigma - ||c_j||^2 /
-(2 sigma^2))`` by the vectorised exponential of the b-min-sep kernels (2 ulp; a row with an
-exponent beyond its range takes the scalar ``exp``, with numpy's overflow to inf), then the
-forward pass over "available at step t" (or the backward pass over the entry states). Only the
-exponential's last bits and the order of the final sum of b values differ from the array code
-(relative 1e-15 on ``ln G``, pinned by the tests).
+cache: the column dots ``<c_j, z>`` by the direct correlation of the noise kernels
+(:func:`~minsep.schemes.kernels.cpu_kernels.correlate_row`, fused multiply-adds), the gains
+``g_j = exp(<c_j, z> / sigma - ||c_j||^2 / (2 sigma^2))`` by the vectorised exponential of the
+b-min-sep kernels (2 ulp; a row with an exponent beyond its range takes the scalar ``exp``, with
+numpy's overflow to inf), then the forward pass over "available at step t" (or the backward pass
+over the entry states) in the array code's order. The dots' and the exponential's last bits and
+the order of the final sum of b values differ from the array code (relative 1e-15 on ``ln G``,
+pinned by the tests).
 
 Why: numpy vectorises its float64 ``exp`` only with AVX-512, and the array code walks the
 ``(rows, L + b)`` passes column by column; on an AVX2 core the block draws of ``minsep train``'s
@@ -23,43 +24,22 @@ import math
 import numpy as np
 
 from minsep.schemes.b_min_sep.cpu_kernels import exp_row
+from minsep.schemes.kernels.cpu_kernels import correlate_row
 from minsep.schemes.kernels.jit import njit
-
-#: Up to this many coefficients each dot is summed in a register (:func:`_narrow_dots`).
-_NARROW = 8
 
 
 @njit
-def _narrow_dots(row: np.ndarray, c: np.ndarray, x: np.ndarray, zone: int, length: int) -> None:
-    """``x[j] = 0 + c_0 z_j + c_1 z_{j+1} + ...`` (terms past the row dropped) for j < zone and
-    k <= :data:`_NARROW`, each sum in a register in the order of the column passes, so the same
-    bits: the missing taps are zeros, and adding ``0 * z`` leaves a sum as it is."""
-    k = c.shape[0]
-    c0 = c[0]
-    c1 = c[1] if k > 1 else 0.0
-    c2 = c[2] if k > 2 else 0.0
-    c3 = c[3] if k > 3 else 0.0
-    c4 = c[4] if k > 4 else 0.0
-    c5 = c[5] if k > 5 else 0.0
-    c6 = c[6] if k > 6 else 0.0
-    c7 = c[7] if k > 7 else 0.0
-    full = min(zone, length - (_NARROW - 1))
-    for j in range(max(full, 0)):
-        acc = 0.0
-        acc = acc + c0 * row[j]
-        acc = acc + c1 * row[j + 1]
-        acc = acc + c2 * row[j + 2]
-        acc = acc + c3 * row[j + 3]
-        acc = acc + c4 * row[j + 4]
-        acc = acc + c5 * row[j + 5]
-        acc = acc + c6 * row[j + 6]
-        acc = acc + c7 * row[j + 7]
-        x[j] = acc
-    for j in range(max(full, 0), zone):
-        acc = 0.0
-        for i in range(min(k, length - j)):
-            acc = acc + c[i] * row[j + i]
-        x[j] = acc
+def _buffers(
+    length: int, zone: int, b: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A row's scratch: the exponents (length), the gains (zone), the exp's integer lanes and
+    the pass over ``length + b`` steps."""
+    return (
+        np.empty(length),
+        np.empty(zone),
+        np.empty(max(zone, 1), dtype=np.int64),
+        np.empty(length + b),
+    )
 
 
 @njit
@@ -73,19 +53,10 @@ def _gains(
     g: np.ndarray,
     bits: np.ndarray,
 ) -> None:
-    """``g[j] = exp(<c_j, z> / sigma - norms[j] / (2 sigma^2))`` for j < zone = ``g.size``."""
-    length = row.shape[0]
+    """``g[j] = exp(<c_j, z> / sigma - norms[j] / (2 sigma^2))`` for j < zone = ``g.size``;
+    ``x``: scratch of the row's length."""
     zone = g.shape[0]
-    k = coefficients.shape[0]
-    if k <= _NARROW:
-        _narrow_dots(row, coefficients, x, zone, length)
-    else:
-        for j in range(zone):
-            x[j] = 0.0
-        for i in range(k):
-            c = coefficients[i]
-            for j in range(min(zone, length - i)):
-                x[j] = x[j] + c * row[j + i]
+    correlate_row(row, coefficients, x, row.shape[0])  # <c_j, z>, cut at the block's end
     for j in range(zone):
         x[j] = x[j] / sigma - norms[j] / twice_variance
     if exp_row(x, g, bits, zone):  # some exponent beyond the polynomial's range, or NaN
@@ -109,10 +80,7 @@ def zone_log_factors(
     ``norms[j] = ||c_j||^2`` cut at the block's end (j < zone)."""
     rows, length = z.shape
     b = initial.shape[0]
-    x = np.empty(max(zone, 1))
-    g = np.empty(zone)
-    bits = np.empty(max(zone, 1), dtype=np.int64)
-    avail = np.empty(length + b)
+    x, g, bits, avail = _buffers(length, zone, b)
     twice_variance = 2.0 * sigma * sigma
     stay = 1.0 - probability
     for r in range(rows):
@@ -148,10 +116,7 @@ def entry_log_minima(
     """``out[r] = ln min_{s < entries} G_{B,s}`` of row r of ``z``: the backward pass ``V_t =
     (1 - p) V_{t+1} + p g_t V_{t+b}`` (the second term at t < zone), ``V_t = 1`` for t >= L."""
     rows, length = z.shape
-    x = np.empty(max(zone, 1))
-    g = np.empty(zone)
-    bits = np.empty(max(zone, 1), dtype=np.int64)
-    value = np.empty(length + b)
+    x, g, bits, value = _buffers(length, zone, b)
     twice_variance = 2.0 * sigma * sigma
     stay = 1.0 - probability
     for r in range(rows):

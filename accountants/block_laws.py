@@ -179,8 +179,8 @@ def _kernel_inputs(
 
 
 def _cut_norms(kind: BlockKind, coefficients: np.ndarray) -> np.ndarray:
-    """``||c_j||^2`` cut at the block's end for the zone steps j, summed as :func:`_gains` sums
-    them (``0 + c_0^2 + c_1^2 + ...`` over the rows inside the block)."""
+    """``||c_j||^2`` cut at the block's end for the zone steps j (``0 + c_0^2 + c_1^2 + ...``
+    over the rows inside the block)."""
     k = len(coefficients)
     norms = np.zeros(kind.zone)
     ones = np.concatenate([np.ones(kind.length), np.zeros(k - 1)])
@@ -193,14 +193,12 @@ def _gains(kind: BlockKind, coefficients: np.ndarray, sigma: float, z: np.ndarra
     """``g_j = exp(<c_j, z> / sigma - ||c_j||^2 / (2 sigma^2))`` at the zone steps j, the
     column c_j cut at the block's end (rows x ``kind.zone``)."""
     k = coefficients.size
-    rows, length = z.shape
+    rows = z.shape[0]
     padded = np.concatenate([z, np.zeros((rows, k - 1))], axis=1)
     dots = np.zeros((rows, kind.zone))
-    norms = np.zeros(kind.zone)
-    ones = np.concatenate([np.ones(length), np.zeros(k - 1)])
     for i, c in enumerate(coefficients):
         dots += c * padded[:, i : i + kind.zone]
-        norms += c * c * ones[i : i + kind.zone]
+    norms = _cut_norms(kind, coefficients)
     with np.errstate(over="ignore"):
         return np.asarray(np.exp(dots / sigma - norms / (2.0 * sigma * sigma)))
 
