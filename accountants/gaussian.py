@@ -251,9 +251,9 @@ def unit_noise_multiplier(epsilon: float, delta: float) -> float:
 
 def _epsilon_guess(s: float, delta: float) -> float:
     """A seed near the Gaussian mechanism's epsilon at multiplier s: ``1/(2 s^2) + sqrt(2
-    ln(1/delta)) / s``, the tail bound's root (1 where that is not a positive number). Only
-    the bracket of :func:`smallest_epsilon` starts from it; dp_accounting's root would cost an
-    import of scipy.stats (docs/performance.md, fifth pass)."""
+    ln(1/delta)) / s``, the epsilon of the classical tail bound (1 where that is not a positive
+    number). Only the bracket of :func:`smallest_epsilon` starts from it; dp_accounting's root
+    would cost an import of scipy.stats (docs/performance.md, "Issue 29, fifth pass")."""
     try:
         guess = 0.5 / (s * s) + math.sqrt(2.0 * max(-math.log(delta), 0.0)) / s
     except (ArithmeticError, ValueError):  # s**2 underflowing to 0, delta outside (0, 1]
