@@ -111,13 +111,19 @@ def _draw_log_factors(
     seed: int,
     key: tuple[int, ...],
 ) -> np.ndarray:
-    """``ln G_B`` of ``rows`` fresh blocks; chunk i from ``SeedSequence(seed, key + (i,))``."""
+    """``ln G_B`` of ``rows`` fresh blocks; chunk i from ``SeedSequence(seed, key + (i,))``
+    through SFC64, whose normals the compiled kernels draw (:func:`~minsep.schemes.kernels.
+    sfc64.fill`: numpy's numbers, about twice as fast as PCG64's on an AVX2 core)."""
+    from minsep.schemes.kernels import sfc64
+
     out = np.empty(rows)
+    z = np.empty((min(CHUNK_ROWS, rows), kind.length))
     for i, start in enumerate(range(0, rows, CHUNK_ROWS)):
         size = min(CHUNK_ROWS, rows - start)
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*key, i)))
-        z = rng.standard_normal((size, kind.length))
-        out[start : start + size] = block_factors(kind, coefficients, sigma, probability, z)
+        source = np.random.SeedSequence(seed, spawn_key=(*key, i))
+        block = z[:size]
+        sfc64.fill(np.random.Generator(np.random.SFC64(source)), "standard_normal", block)
+        out[start : start + size] = block_factors(kind, coefficients, sigma, probability, block)
     return out
 
 
