@@ -168,10 +168,8 @@ def _compiled() -> bool:
     return numba_unavailable_reason() is None
 
 
-def _kernel_inputs(
-    kind: BlockKind, coefficients: np.ndarray, z: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``z`` (C-contiguous float64, rows x ``kind.length``) and the coefficients as float64."""
+def _kernel_inputs(coefficients: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``z`` (C-contiguous float64, rows x block length) and the coefficients as float64."""
     return (
         np.ascontiguousarray(z, dtype=np.float64),
         np.ascontiguousarray(coefficients, dtype=np.float64),
@@ -218,7 +216,7 @@ def block_factors(
         from minsep.accountants.block_kernels import zone_log_factors
 
         out = np.empty(z.shape[0])
-        zone_log_factors(*_kernel_inputs(kind, coefficients, z), sigma, probability,
+        zone_log_factors(*_kernel_inputs(coefficients, z), sigma, probability,
                          np.asarray(kind.initial, dtype=np.float64), kind.zone,
                          _cut_norms(kind, coefficients), out)  # fmt: skip
         return out
@@ -268,7 +266,7 @@ def entry_min_factors(
         from minsep.accountants.block_kernels import entry_log_minima
 
         out = np.empty(z.shape[0])
-        entry_log_minima(*_kernel_inputs(kind, coefficients, z), sigma, probability,
+        entry_log_minima(*_kernel_inputs(coefficients, z), sigma, probability,
                          len(kind.initial), kind.zone, kind.entries,
                          _cut_norms(kind, coefficients), out)  # fmt: skip
         return out
