@@ -28,6 +28,7 @@ from minsep.accountants.escort_add import (
 from minsep.accountants.escort_sweep import ADD_BATCH
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo import RunPlan, Stage
+from minsep.framework.montecarlo.planning import format_seconds
 from minsep.framework.montecarlo.precision import samples_for_precision
 
 __all__ = [
@@ -120,12 +121,16 @@ def add_needs_sampling(
 def plain_add_seconds(plan: Callable[[], RunPlan | None] | None, samples: int) -> float | None:
     """Estimated CPU seconds of an escort calibration's plain add draws: ``ceil(WALKED_ENTRIES
     / ADD_BATCH)`` sampling calls (one: :data:`WALKED_ENTRIES` are typical) of ``samples``
-    draws of one direction, each evaluated at ``ADD_BATCH`` sigmas, at the plain engine's
-    measured rates (None when not measured)."""
+    draws of one direction, each evaluated at the sigmas of the entries it covers
+    (``min(WALKED_ENTRIES, ADD_BATCH)``: a call evaluates the walk's next unsettled entries,
+    and the escort's sweep ends one entry below the centre, so a typical walk's call covers
+    its three entries, not ``ADD_BATCH``), at the plain engine's measured rates (None when
+    not measured)."""
     measured = None if plan is None else plan()
     if measured is None:
         return None
-    seconds = measured.stage_seconds(Stage("calibrate add", samples, ADD_BATCH, directions=1))
+    covered = min(WALKED_ENTRIES, ADD_BATCH)
+    seconds = measured.stage_seconds(Stage("calibrate add", samples, covered, directions=1))
     return None if seconds is None else -(-WALKED_ENTRIES // ADD_BATCH) * seconds
 
 
@@ -135,12 +140,14 @@ class CalibrationAdd:
     bound), the plain add draws per walked entry ``samples`` (None: none) and their estimated
     CPU ``seconds`` (0 without draws; None when not timed); ``centre``: where the walk should
     start when the add direction's bound binds above the remove direction's sigma (None: the
-    route's own centre)."""
+    route's own centre); ``beyond``: why that centre lies beyond the precision asked for (None:
+    within it)."""
 
     sampled: bool
     samples: int | None
     seconds: float | None
     centre: float | None = None
+    beyond: str | None = None
 
 
 def calibration_add(
@@ -150,38 +157,70 @@ def calibration_add(
     seed: int,
     plain_plan: Callable[[], RunPlan | None] | None,
     top: float | None = None,
+    max_seconds: float | None = None,
 ) -> CalibrationAdd:
     """How an escort calibration at ``numbers = (epsilon, sigma, delta)`` (sigma: where the
     route's pilot centres the sweep) certifies its add direction: not at all past
     ``ln(1/pi(empty))`` or where the §10 bound suffices; else plain add draws of
     ``samples_for_precision(delta, precision)`` (plain sampling's count for one claim) when
-    estimated at most :data:`BLOCK_BOUND_AFTER` seconds or when the §10.1 block bound does not
-    suffice either; else the block bound (per walked entry, as before this route existed); and
-    where the block bound fails at ``sigma`` but settles the add direction at a larger sigma
-    below ``top`` (:func:`bound_sigma`), the block bound with the walk started there."""
+    estimated at most :data:`BLOCK_BOUND_AFTER` seconds (and within ``max_seconds``) or when no
+    bound suffices either; else the §10.1 block bound where it settles the add direction at
+    ``sigma`` (per walked entry, as before this route existed); else the block bound with the
+    walk started where it settles the add direction (:func:`bound_sigma`, below ``top``),
+    where that lies within the ``precision`` asked for (at most ``sigma (1 + precision)``).
+
+    The timing (``seconds``, measured on this machine) only chooses between routes whose answers
+    agree within ``precision``. A bound that settles only further up would release a sigma the
+    estimate does not support (at ``minsep train``'s question, 4.37 where plain add draws
+    certify 2.54, above even the deterministic RDP answer 4.32), so the route then takes the
+    plain draws however long they are estimated to take, and the released sigma does not depend
+    on how fast this machine is. Only a time limit trades the precision away: where the plain
+    draws alone are estimated over ``max_seconds`` (or not timed under a limit), the bound's
+    sigma is taken wherever it lies below ``top`` (``beyond`` then says so): a certified sigma
+    larger than the estimate supports, where plain sampling would cut its samples below any
+    useful precision or refuse (``compare`` at delta = 1e-6, 600 s a row).
+    """
     epsilon, sigma, delta = numbers
     if not add_needs_sampling(model, epsilon, sigma, delta, sampled=False):
         return CalibrationAdd(False, None, 0.0)
     samples = samples_for_precision(delta, precision, candidates=1)
     seconds = plain_add_seconds(plain_plan, samples)
-    costly = seconds is None or seconds > BLOCK_BOUND_AFTER
-    if costly and not add_needs_sampling(model, epsilon, sigma, delta, seed=seed):
+    over = max_seconds is not None and (seconds is None or seconds > max_seconds)
+    if not over and seconds is not None and seconds <= BLOCK_BOUND_AFTER:
+        return CalibrationAdd(True, samples, seconds)
+    if not add_needs_sampling(model, epsilon, sigma, delta, seed=seed):
         return CalibrationAdd(True, None, 0.0)
-    binding = bound_sigma(model, numbers, seed, top) if costly and top is not None else None
-    if binding is not None:  # the bound settles the add direction from there on
-        return CalibrationAdd(True, None, 0.0, centre=binding)
-    return CalibrationAdd(True, samples, seconds)
+    within = sigma * (1.0 + precision)
+    binding = (
+        None if top is None else bound_sigma(model, numbers, seed, top, None if over else within)
+    )
+    if binding is None:
+        return CalibrationAdd(True, samples, seconds)
+    beyond = None
+    if binding > within:
+        estimated = "not timed" if seconds is None else f"estimated {format_seconds(seconds)}"
+        beyond = (
+            f"from sigma {binding:.4g}, beyond the precision asked for (the estimate's sigma is "
+            f"{sigma:.4g}): plain add draws, {samples:,} per walked entry, {estimated}, over "
+            f"the limit of {format_seconds(max_seconds or 0.0)}"
+        )
+    return CalibrationAdd(True, None, 0.0, centre=binding, beyond=beyond)
 
 
 def bound_sigma(
-    model: PrivacyLossModel, numbers: tuple[float, float, float], seed: int, top: float
+    model: PrivacyLossModel,
+    numbers: tuple[float, float, float],
+    seed: int,
+    top: float,
+    limit: float | None = None,
 ) -> float | None:
     """A sigma in ``(sigma, top]`` where the add bound an escort entry uses (§10, else the
     sampled block bound of §10.1 from ``seed``) settles ``epsilon`` at ``delta``: the first of
     ``sigma * GROWTH^j`` where §10 alone does, then :data:`BOUND_STEPS` bisections in
     ``ln sigma`` with the entry's bound between it and ``sigma`` (where that bound fails); the
     result always settles it by the bound at that very sigma; None when §10 does not settle
-    it below ``top``.
+    it below ``top``, or, with a ``limit``, when the entry's bound does not settle it at
+    ``limit`` (the result is then at most ``limit``: the bisection starts from it).
 
     Where plain add draws would take too long and the bound does not settle the add direction
     at the remove direction's sigma, an escort calibration can still certify: the entries the
@@ -194,10 +233,23 @@ def bound_sigma(
         high *= GROWTH
         if high > top:
             return None
+    if limit is not None and high > limit:
+        if not _settles(model, limit, numbers, seed):
+            return None
+        high = limit
     for _ in range(BOUND_STEPS):
         middle = math.sqrt(low * high)
-        if chosen_add_bound(model, middle, delta, seed, epsilon)[1].epsilon(delta) <= epsilon:
+        if _settles(model, middle, numbers, seed):
             high = middle
         else:
             low = middle
     return high
+
+
+def _settles(
+    model: PrivacyLossModel, sigma: float, numbers: tuple[float, float, float], seed: int
+) -> bool:
+    """Whether the add bound an escort entry at ``sigma`` uses settles ``epsilon`` at
+    ``delta`` (``numbers = (epsilon, _, delta)``)."""
+    epsilon, _, delta = numbers
+    return chosen_add_bound(model, sigma, delta, seed, epsilon)[1].epsilon(delta) <= epsilon

@@ -417,10 +417,12 @@ def choose_route(
                 top = accountant.sweep.sigma_high
                 entry = accountant.calibration_sweep.centre_entry(sigma)  # the walk's float
                 plan = calibration_add(
-                    model, (epsilon, entry, delta), precision, seed, plain_plan, top
+                    model, (epsilon, entry, delta), precision, seed, plain_plan, top, max_seconds
                 )
                 add_m, extra = plan.samples, plan.seconds
                 add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"
+                if plan.beyond is not None:
+                    add = f"{add} {plan.beyond}"
                 if plan.centre is not None:  # the walk moves up: its support bound shrinks
                     bounds = BOUND_STEPS + 1  # the entries pay one bound each
                     sigma = plan.centre

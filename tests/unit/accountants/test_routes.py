@@ -274,3 +274,99 @@ def test_bound_sigma_brackets_where_the_add_bound_settles(
     first = 1.25**4  # §10 settles from 2 on: the first power of 1.25 above it
     assert found <= 1.5 * (first / 1.0) ** (1 / 2**route_add.BOUND_STEPS) * (1 + 1e-12)
     assert route_add.bound_sigma(object(), (2.0, 1.0, 1e-6), 0, top=1.9) is None  # type: ignore[arg-type]
+
+
+class _ScaledBound:
+    """An add bound whose epsilon at every delta is ``scale / sigma``."""
+
+    def __init__(self, scale: float, sigma: float) -> None:
+        self.value = scale / sigma
+
+    def epsilon(self, delta: float) -> float:
+        return self.value
+
+    def delta(self, epsilon: float) -> float:
+        return 1.0 if self.value > epsilon else 0.0
+
+
+def _bounds(monkeypatch: pytest.MonkeyPatch, deterministic: float, sampled: float) -> None:
+    """§10 settles epsilon 2 from ``deterministic / 2`` up, the sampled block bound from
+    ``sampled / 2``; plain add draws are estimated over :data:`~.route_add.BLOCK_BOUND_AFTER`."""
+    monkeypatch.setattr(route_add, "add_bound", lambda model, s: _ScaledBound(deterministic, s))
+    monkeypatch.setattr(
+        route_add,
+        "chosen_add_bound",
+        lambda model, s, d, seed, e: ("block", _ScaledBound(sampled, s)),
+    )
+    monkeypatch.setattr(route_add, "add_threshold", lambda model: math.inf)
+    monkeypatch.setattr(
+        route_add, "plain_add_seconds", lambda plan, m: 2 * route_add.BLOCK_BOUND_AFTER
+    )
+
+
+def test_bound_sigma_stays_within_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a ``limit``: the entry's bound settles at the result, which is at most the limit;
+    None where that bound does not settle at the limit (however far §10 reaches)."""
+    _bounds(monkeypatch, deterministic=8.0, sampled=2.3)  # §10 from 4, the block bound from 1.15
+    found = route_add.bound_sigma(object(), (2.0, 1.0, 1e-6), 0, top=100.0, limit=1.2)  # type: ignore[arg-type]
+    assert found is not None and 1.15 <= found <= 1.2
+    assert route_add.bound_sigma(object(), (2.0, 1.0, 1e-6), 0, top=100.0, limit=1.1) is None  # type: ignore[arg-type]
+    unlimited = route_add.bound_sigma(object(), (2.0, 1.0, 1e-6), 0, top=100.0)  # type: ignore[arg-type]
+    assert unlimited is not None and unlimited >= 1.15
+
+
+@pytest.mark.parametrize(
+    ("sampled", "precision", "moved"),
+    [
+        (2.3, 0.2, True),  # the block bound settles from 1.15: within 1.2, the walk moves there
+        (2.3, 0.1, False),  # beyond 1.1: the plain add draws, however long they take
+        (3.4, 0.2, False),  # settles from 1.7 only (the answer the bound would force: 42 % up)
+    ],
+)
+def test_a_calibration_moves_its_walk_only_within_the_precision(
+    monkeypatch: pytest.MonkeyPatch, sampled: float, precision: float, moved: bool
+) -> None:
+    """Plain add draws estimated over a minute: the add direction takes the bound's sigma only
+    where it lies within ``sigma (1 + precision)``, so that the released sigma does not
+    depend on how fast the machine is (docs/rdp-escort.md §8)."""
+    _bounds(monkeypatch, deterministic=8.0, sampled=sampled)
+    plan = route_add.calibration_add(object(), (2.0, 1.0, 1e-6), precision, 0, None, top=100.0)  # type: ignore[arg-type]
+    assert plan.sampled
+    if moved:
+        assert plan.centre is not None and plan.centre <= 1.0 + precision
+        assert plan.samples is None
+    else:
+        assert plan.centre is None
+        assert plan.samples == samples_for_precision(1e-6, precision, candidates=1)
+
+
+def test_a_time_limit_trades_the_precision_for_the_add_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Plain add draws estimated over ``max_seconds``: the add direction by the bound from
+    where it settles, however far up, labelled beyond the precision; without a limit, or where
+    the draws fit, the plain draws stand; the bound's centre within the precision carries no
+    label."""
+    _bounds(monkeypatch, deterministic=8.0, sampled=3.4)  # settles from 1.7 up
+    draws_seconds = 2 * route_add.BLOCK_BOUND_AFTER
+    numbers = (2.0, 1.0, 1e-6)
+
+    def plan(max_seconds: float | None, precision: float = 0.2) -> route_add.CalibrationAdd:
+        return route_add.calibration_add(
+            object(),  # type: ignore[arg-type]
+            numbers,
+            precision,
+            0,
+            None,
+            top=100.0,
+            max_seconds=max_seconds,
+        )
+
+    looser = plan(draws_seconds / 2)
+    assert looser.centre is not None and 1.7 <= looser.centre <= 1.7 * 1.25
+    assert looser.samples is None and looser.beyond is not None
+    assert "beyond the precision" in looser.beyond and "per walked entry" in looser.beyond
+    assert plan(None).centre is None and plan(None).samples is not None  # no limit: the draws
+    assert plan(2 * draws_seconds).centre is None  # the draws fit the limit
+    within = plan(draws_seconds / 2, precision=1.0)  # 1.7 is within sigma (1 + 1.0)
+    assert within.centre is not None and within.beyond is None
