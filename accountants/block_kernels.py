@@ -29,15 +29,12 @@ from minsep.schemes.kernels.jit import njit
 
 
 @njit
-def _buffers(
-    length: int, zone: int, b: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A row's scratch: the exponents (length), the gains (zone), the exp's integer lanes and
-    the pass over ``length + b`` steps."""
+def _buffers(length: int, zone: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A row's scratch: the exponents (length), the gains (zone) and the pass over ``length +
+    b`` steps."""
     return (
         np.empty(length),
         np.empty(zone),
-        np.empty(max(zone, 1), dtype=np.int64),
         np.empty(length + b),
     )
 
@@ -51,7 +48,6 @@ def _gains(
     norms: np.ndarray,
     x: np.ndarray,
     g: np.ndarray,
-    bits: np.ndarray,
 ) -> None:
     """``g[j] = exp(<c_j, z> / sigma - norms[j] / (2 sigma^2))`` for j < zone = ``g.size``;
     ``x``: scratch of the row's length."""
@@ -59,7 +55,7 @@ def _gains(
     correlate_row(row, coefficients, x, row.shape[0])  # <c_j, z>, cut at the block's end
     for j in range(zone):
         x[j] = x[j] / sigma - norms[j] / twice_variance
-    if exp_row(x, g, bits, zone):  # some exponent beyond the polynomial's range, or NaN
+    if exp_row(x, g, zone):  # some exponent beyond the polynomial's range, or NaN
         for j in range(zone):
             g[j] = math.exp(x[j])  # 0 below -745, inf above 709.78, as numpy
 
@@ -80,11 +76,11 @@ def zone_log_factors(
     ``norms[j] = ||c_j||^2`` cut at the block's end (j < zone)."""
     rows, length = z.shape
     b = initial.shape[0]
-    x, g, bits, avail = _buffers(length, zone, b)
+    x, g, avail = _buffers(length, zone, b)
     twice_variance = 2.0 * sigma * sigma
     stay = 1.0 - probability
     for r in range(rows):
-        _gains(z[r], coefficients, sigma, twice_variance, norms, x, g, bits)
+        _gains(z[r], coefficients, sigma, twice_variance, norms, x, g)
         for t in range(b):
             avail[t] = initial[t]
         for t in range(b, length + b):
@@ -116,11 +112,11 @@ def entry_log_minima(
     """``out[r] = ln min_{s < entries} G_{B,s}`` of row r of ``z``: the backward pass ``V_t =
     (1 - p) V_{t+1} + p g_t V_{t+b}`` (the second term at t < zone), ``V_t = 1`` for t >= L."""
     rows, length = z.shape
-    x, g, bits, value = _buffers(length, zone, b)
+    x, g, value = _buffers(length, zone, b)
     twice_variance = 2.0 * sigma * sigma
     stay = 1.0 - probability
     for r in range(rows):
-        _gains(z[r], coefficients, sigma, twice_variance, norms, x, g, bits)
+        _gains(z[r], coefficients, sigma, twice_variance, norms, x, g)
         for t in range(length, length + b):
             value[t] = 1.0
         after = 1.0  # V_{t+1}, carried in a register

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from minsep.schemes.kernels.cpu_kernels import correlate_row, logaddexp
+from minsep.schemes.kernels.float_bits import as_bits, from_bits
 from minsep.schemes.kernels.jit import njit
 
 #: Rows with some ``|ln(p r_i)|`` above this take the log-domain recursion.
@@ -64,7 +65,7 @@ _C2 = 0.5000000000000019
 
 
 @njit(fastmath={"contract"})
-def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
+def exp_row(x: np.ndarray, out: np.ndarray, n: int) -> bool:
     """``out[:n] = exp(clamp(x[:n], -LIMIT, LIMIT))``, vectorisable; True when some ``x`` was
     outside ``[-LIMIT, LIMIT]`` or NaN (the row then needs the log domain).
 
@@ -72,11 +73,11 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
     factor ``2^m`` assembled from its exponent bits. Within 2 ulp of the correctly rounded value.
     ``m`` is rounded by adding :data:`_SHIFTER` (its float64 sum holds ``m`` in the low mantissa
     bits), so that no float-to-integer conversion is needed: AVX2 has no packed one, and with it
-    the loop ran scalar (the measured cost: docs/performance.md). ``bits``: int64
-    scratch of at least n values.
+    the loop ran scalar. The bits of ``2^m`` come from those of the sum by integer arithmetic on
+    the same register (:func:`~minsep.schemes.kernels.float_bits.as_bits`), in the one loop
+    (the measured costs: docs/performance.md).
     """
     bad = 0
-    shifted = bits[:n].view(np.float64)
     for i in range(n):
         raw = x[i]
         v = min(max(raw, -LIMIT), LIMIT)
@@ -95,13 +96,9 @@ def exp_row(x: np.ndarray, out: np.ndarray, bits: np.ndarray, n: int) -> bool:
         poly = poly * r + _C3
         poly = poly * r + _C2
         poly = poly * r + 1.0
-        out[i] = poly * r + 1.0
-        shifted[i] = held
-    for i in range(n):  # integer lanes: the bits of 2^m from those of m + _SHIFTER
-        bits[i] = (bits[i] - _SHIFTER_BITS + 1023) << 52
-    scale = bits[:n].view(np.float64)
-    for i in range(n):
-        out[i] *= scale[i]
+        poly = poly * r + 1.0
+        # 2^m: the biased exponent m + 1023 in the exponent field (m = bits - _SHIFTER_BITS)
+        out[i] = poly * from_bits((as_bits(held) - _SHIFTER_BITS + 1023) << 52)
     return bad > 0
 
 
@@ -216,8 +213,8 @@ def linear_rows(
 
 @njit
 def scratch_size(n: int, b: int) -> int:
-    """float64 values of the row buffers of :func:`b_min_sep_rows_in` (about ``14 n + 5 b``)."""
-    return (3 * GROUP + 2) * n + (GROUP + 1) * b
+    """float64 values of the row buffers of :func:`b_min_sep_rows_in` (about ``13 n + 5 b``)."""
+    return (3 * GROUP + 1) * n + (GROUP + 1) * b
 
 
 @njit
@@ -281,8 +278,6 @@ def b_min_sep_rows_in(
     f = work[at : at + GROUP * (n + b)].reshape((GROUP, n + b))
     at += GROUP * (n + b)
     g_logs = work[at : at + n + b]
-    at += n + b
-    bits = work[at : at + n].view(np.int64)
     results = np.empty(GROUP)
     wild = np.zeros(GROUP, dtype=np.bool_)
     log_q = math.log(q) if q > 0.0 else -np.inf
@@ -314,7 +309,7 @@ def b_min_sep_rows_in(
                 else:
                     for i in range(lo, min(n, j + k)):
                         xg[i] += inv_s2 * table[min(k - 1, n - 1 - i), i - j + k - 1]
-            wild[g] = exp_row(xg, e[g], bits, n)
+            wild[g] = exp_row(xg, e[g], n)
         linear_rows(e, n, b, q, p, warm, f, results)
         for g in range(GROUP):
             s = start + g

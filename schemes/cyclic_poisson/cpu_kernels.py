@@ -86,7 +86,6 @@ def random_phase_rows(
     log_rate = math.log(rate) if rate > 0.0 else -np.inf
     x = np.empty(n)
     e = np.empty(n)
-    bits = np.empty(n, dtype=np.int64)
     sums = np.empty(groups)
     in_logs = 0
     for s in range(rows):
@@ -94,7 +93,7 @@ def random_phase_rows(
         for i in range(n):
             x[i] = a * row[i] + base[i]
         add_weighted_signal(x, steps[s], ones, table, inv_s2)
-        wild = exp_row(x, e, bits, n)
+        wild = exp_row(x, e, n)
         for g in range(groups):
             total = 0.0
             if not wild:

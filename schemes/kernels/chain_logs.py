@@ -9,8 +9,8 @@ vectorisable loop:
 
 * ``x = 1 - u`` (exact: numpy's uniforms are multiples of 2^-53 in [0, 1)) is split as ``x = 2^e
   m`` with ``m`` in ``[sqrt(1/2), sqrt(2)]``, from the bits of ``x`` by integer shifts and masks
-  (AVX2 has no packed float-to-integer conversion; the exponent is read as a float by placing
-  its bits in the mantissa of 2^52);
+  on the same register (AVX2 has no packed float-to-integer conversion; the exponent is read
+  as a float by placing its bits in the mantissa of 2^52);
 * ``ln m = 2 atanh(s) = 2 s + s z Q(z)``, ``s = (m - 1) / (m + 1)``, ``z = s^2 <= 0.0295``,
   ``Q(z) = sum_{j=0}^{8} 2 z^j / (2 j + 3)``: the series cut after z^8 errs by under 2.4e-17
   relatively (the first omitted terms bound the rest, a geometric series in z);
@@ -30,16 +30,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from minsep.schemes.kernels.float_bits import as_bits, from_bits
 from minsep.schemes.kernels.jit import njit
 
 #: A quotient within this (relative) distance of an integer sends its round to numpy's log:
 #: over 1,000 times the combined error of the two logarithms and the division.
 AMBIGUOUS = 1e-12
 
-_EXPONENT_SHIFT = np.uint64(52)
-_MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
-_ONE_BITS = np.uint64(0x3FF0000000000000)  # the bits of 1.0
-_TWO52_BITS = np.uint64(0x4330000000000000)  # the bits of 2^52
+_MANTISSA = 0x000FFFFFFFFFFFFF
+_ONE_BITS = 0x3FF0000000000000  # the bits of 1.0
+_TWO52_BITS = 0x4330000000000000  # the bits of 2^52
 _TWO52 = 4503599627370496.0
 _SQRT2 = 1.4142135623730951
 # fdlibm's split of ln 2: e * _LN2_HI is exact for |e| < 2^11
@@ -57,23 +57,15 @@ _Q7 = 2.0 / 17.0
 _Q8 = 2.0 / 19.0
 
 
-@njit(fastmath={"contract"})
-def _split(u: np.ndarray, out: np.ndarray, exponents: np.ndarray, size: int) -> None:
-    """``x = 1 - u = 2^(E - 1023) M`` with ``M`` in [1, 2): ``out[i] = M`` and the bits of
-    ``exponents[i]`` those of ``2^52 + E`` (integer lanes only: shifts and masks)."""
-    for i in range(size):
-        out[i] = 1.0 - u[i]
-    bits = out[:size].view(np.uint64)
-    for i in range(size):
-        word = bits[i]
-        exponents[i] = (word >> _EXPONENT_SHIFT) | _TWO52_BITS
-        bits[i] = (word & _MANTISSA) | _ONE_BITS
-
-
 @njit(fastmath={"contract"}, inline="always")
-def _log(mantissa: float, biased: float) -> float:
-    """``ln(2^(E - 1023) M)`` from ``M`` in [1, 2) and ``biased = 2^52 + E``: the series of the
-    module docstring after moving ``M`` into ``[sqrt(1/2), sqrt(2)]``."""
+def _log(x: float) -> float:
+    """``ln x`` for a positive normal ``x = 2^(E - 1023) M``, ``M`` in [1, 2): ``M`` and
+    ``2^52 + E`` from the bits of ``x`` (shifts and masks of the same register,
+    :mod:`~minsep.schemes.kernels.float_bits`), then the series of the module docstring after
+    moving ``M`` into ``[sqrt(1/2), sqrt(2)]``."""
+    word = as_bits(x)
+    mantissa = from_bits((word & _MANTISSA) | _ONE_BITS)
+    biased = from_bits((word >> 52) | _TWO52_BITS)  # x > 0: the sign bit is clear
     e = (biased - _TWO52) - 1023.0
     high = mantissa > _SQRT2
     m = 0.5 * mantissa if high else mantissa
@@ -94,34 +86,25 @@ def _log(mantissa: float, biased: float) -> float:
 
 
 @njit(fastmath={"contract"})
-def log_complements(u: np.ndarray, out: np.ndarray, exponents: np.ndarray) -> None:
+def log_complements(u: np.ndarray, out: np.ndarray) -> None:
     """``out[i] = ln(1 - u[i])`` within a few ulp, for every ``u`` in [0, 1) (vectorised; the
-    logarithm :func:`log_waits` takes). ``exponents``: uint64 scratch of ``u.size`` values."""
-    size = u.shape[0]
-    _split(u, out, exponents, size)
-    biased = exponents[:size].view(np.float64)
-    for i in range(size):
-        out[i] = _log(out[i], biased[i])
+    logarithm :func:`log_waits` takes)."""
+    for i in range(u.shape[0]):
+        out[i] = _log(1.0 - u[i])
 
 
 @njit(fastmath={"contract"})
-def log_waits(
-    u: np.ndarray, out: np.ndarray, exponents: np.ndarray, log_stay: float, b: int, n: int
-) -> int:
+def log_waits(u: np.ndarray, out: np.ndarray, log_stay: float, b: int, n: int) -> int:
     """``out[i] = min(floor(ln(1 - u[i]) / log_stay), n) + b`` (float64) for every ``u`` in
     [0, 1), the logarithm :func:`log_complements`'; returns how many quotients at most ``n + 1``
     lie within :data:`AMBIGUOUS` of an integer (NaN counts as ambiguous): their floor might
-    differ from the one numpy's ``log`` gives. ``exponents``: uint64 scratch of ``u.size``
-    values. Three passes, each vectorisable: ``1 - u``, its bits (integer lanes), then the
-    series, the quotient and the wait. Above ``n + 1`` a quotient's wait is the horizon either
+    differ from the one numpy's ``log`` gives. One vectorisable pass (``1 - u``, its bits, the
+    series, the quotient and the wait). Above ``n + 1`` a quotient's wait is the horizon either
     way."""
-    size = u.shape[0]
-    _split(u, out, exponents, size)
-    biased = exponents[:size].view(np.float64)
     horizon = float(n)
     ambiguous = 0
-    for i in range(size):
-        quotient = _log(out[i], biased[i]) / log_stay
+    for i in range(u.shape[0]):
+        quotient = _log(1.0 - u[i]) / log_stay
         whole = np.floor(quotient)
         gap = min(quotient - whole, whole + 1.0 - quotient)
         ambiguous += not (gap > AMBIGUOUS * max(quotient, 1.0) or quotient > horizon + 1.0)
@@ -129,14 +112,12 @@ def log_waits(
     return ambiguous
 
 
-def round_waits(
-    u: np.ndarray, out: np.ndarray, exponents: np.ndarray, log_stay: float, b: int, n: int
-) -> None:
+def round_waits(u: np.ndarray, out: np.ndarray, log_stay: float, b: int, n: int) -> None:
     """``out = min(floor(ln(1 - u) / log_stay), n) + b``, the waits of a round of the chain, the
     same numbers as the array code's: :func:`log_waits`, or numpy's ``log`` and the same float
-    operations when some wait is ambiguous. ``out`` and ``exponents`` (uint64): at least
-    ``u.size`` values; ``n``: the horizon; ``b``: the min-sep."""
-    if log_waits(u, out, exponents, log_stay, b, n):
+    operations when some wait is ambiguous. ``out``: at least ``u.size`` values; ``n``: the
+    horizon; ``b``: the min-sep."""
+    if log_waits(u, out, log_stay, b, n):
         np.log(np.subtract(1.0, u, out=out), out=out)
         np.floor(np.divide(out, log_stay, out=out), out=out)
         np.add(np.minimum(out, float(n), out=out), float(b), out=out)

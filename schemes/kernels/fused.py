@@ -13,7 +13,7 @@ same random stream, with O(block) scratch memory instead of O(chunk):
 
 Memory of a draw: the transcript itself (``8 n`` bytes per sample of noise, ``4 ceil(n/b)`` of
 steps) plus at most 3 MiB of block buffers, whatever the chunk size. An evaluation adds
-``8 (14 n + 5 b)`` bytes of row buffers and the ``8 S`` bytes of its result.
+``8 (13 n + 5 b)`` bytes of row buffers and the ``8 S`` bytes of its result.
 
 **Memory of a calibration run** (Algorithm 5 over a sigma sweep, per worker process): the
 engine keeps one transcript per chunk and direction while it evaluates every sigma on it, so

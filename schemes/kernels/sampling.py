@@ -155,7 +155,6 @@ def _host_chain_steps(
     generator = generator_of(rng)  # draw into one buffer when there is one
     scratch = reusable((n_samples,), role="chain-uniforms")
     wait_buffer = reusable((n_samples,), role="chain-waits")
-    exponents = reusable((n_samples,), np.uint64, role="chain-exponents")
     while alive:
         if generator is not None:
             uniforms = scratch[:alive]
@@ -163,7 +162,7 @@ def _host_chain_steps(
         else:
             uniforms = np.asarray(rng.random((alive,)), dtype=np.float64)
         waits = wait_buffer[:alive]
-        round_waits(uniforms, waits, exponents, log_stay, b, n_steps)
+        round_waits(uniforms, waits, log_stay, b, n_steps)
         row = rounds[min(used, m)]
         row.fill(n_steps)
         alive = chain_round(waits, active, alive, times, n_steps, row)

@@ -122,9 +122,7 @@ def _horner_pass(
 
 
 @njit(fastmath={"contract"})
-def _direct_weights(
-    t: np.ndarray, coefs: np.ndarray, u: np.ndarray, e: np.ndarray, bits: np.ndarray, n: int
-) -> bool:
+def _direct_weights(t: np.ndarray, coefs: np.ndarray, u: np.ndarray, e: np.ndarray, n: int) -> bool:
     """``e[i] = G_i = sum_j a_ij u_i^j`` by Horner's rule, ``u_i = exp(t_i)``, ``t_i = x_i -
     h_i``, with ``coefs[0, j-1] = a_ij`` for ``i < n0 = n + 1 - len(coefs)`` and ``coefs[1 + i
     - n0, j-1]`` after (module docstring); True (``e`` then undefined) when some ``|t_i| >
@@ -134,7 +132,7 @@ def _direct_weights(
     would make the compiled loops scalar)."""
     top = coefs.shape[1]
     n0 = n + 1 - coefs.shape[0]
-    if exp_row(t, u, bits, n):  # NaN, or beyond LIMIT
+    if exp_row(t, u, n):  # NaN, or beyond LIMIT
         return True
     # e = a_J, then e = e u + a_j for j = J-1..1 (two at a time), then G = e u
     nxt = top - 1  # the highest column not yet in e
@@ -180,7 +178,6 @@ def _block_weights(
     total: np.ndarray,
     term: np.ndarray,
     e: np.ndarray,
-    bits: np.ndarray,
     n: int,
 ) -> None:
     """``peak[i] = M_i`` and ``total[i] = S_i`` (module docstring) from ``t_i = x_i - h_i``
@@ -200,7 +197,7 @@ def _block_weights(
         jj1 = j * (j - 1.0)
         for i in range(n):
             term[i] = (lw + j * t[i] - jj1 * half_norms[i]) - peak[i]
-        exp_row(term, e, bits, n)  # arguments <= 0; below -LIMIT they count as e^-LIMIT
+        exp_row(term, e, n)  # arguments <= 0; below -LIMIT they count as e^-LIMIT
         for i in range(n):
             total[i] += e[i]
 
@@ -238,7 +235,6 @@ def multi_attribution_rows(
     term = np.empty(n)
     e = np.empty((GROUP, n))
     scratch = np.empty(n)
-    bits = np.empty(n, dtype=np.int64)
     f = np.empty((GROUP, n + b))
     g_logs = np.empty(n + b)
     results = np.empty(GROUP)
@@ -255,11 +251,11 @@ def multi_attribution_rows(
             for i in range(n):
                 x[i] = a * row[i] - half_norms[i]  # t_i = x_i - h_i, the signal still to add
             add_weighted_signal(x, steps[s], counts[s], table, inv_s2)
-            direct[g] = try_direct and not _direct_weights(x, coefs, scratch, e[g], bits, n)
+            direct[g] = try_direct and not _direct_weights(x, coefs, scratch, e[g], n)
             wild[g] = False
             if not direct[g]:
-                _block_weights(x, half_norms, js, log_w, peak[g], total[g], term, scratch, bits, n)
-                wild[g] = exp_row(peak[g], e[g], bits, n)
+                _block_weights(x, half_norms, js, log_w, peak[g], total[g], term, scratch, n)
+                wild[g] = exp_row(peak[g], e[g], n)
                 eg = e[g]
                 tg = total[g]
                 for i in range(n):

@@ -347,7 +347,6 @@ def _truncating_weights(
     p: float,
     args: np.ndarray,
     e: np.ndarray,
-    bits: np.ndarray,
     e_p: np.ndarray,
     e_q: np.ndarray,
 ) -> bool:
@@ -360,7 +359,7 @@ def _truncating_weights(
         x_h = y[i] - log_p  # x_i - h_i
         args[2 * j] = 2.0 * x_h - 2.0 * half_norms[i]
         args[2 * j + 1] = -x_h - 2.0 * half_norms[i]
-    wild = exp_row(args, e, bits, 2 * found)
+    wild = exp_row(args, e, 2 * found)
     cap = float(max_batch)
     for j in range(found):
         i = marks[j]
@@ -439,7 +438,6 @@ def truncated_rows(
     found = np.zeros(GROUP, dtype=np.int64)
     args = np.empty(2 * n)
     e2 = np.empty(2 * n)
-    bits = np.empty(2 * n, dtype=np.int64)
     e_p = np.empty((GROUP, n))
     e_q = np.full((GROUP, n), p)
     f = np.empty((GROUP, n + b))
@@ -458,11 +456,11 @@ def truncated_rows(
             for i in range(n):
                 yg[i] = a * row[i] + base[i]
             add_weighted_signal(yg, steps[s], weights[s], table, inv_s2)
-            wild[g] = exp_row(yg, e_p[g], bits, n)
+            wild[g] = exp_row(yg, e_p[g], n)
             found[g] = _truncating_steps(counts[s], max_batch, marks[g], n)
             wild[g] |= _truncating_weights(
                 yg, half_norms, counts[s], marks[g], found[g], max_batch, log_p, p, args, e2,
-                bits, e_p[g], e_q[g],
+                e_p[g], e_q[g],
             )  # fmt: skip
         if linear:
             linear_rows(e_p, n, b, q, p, warm, f, res_p)
