@@ -29,7 +29,7 @@ from minsep.accountants.escort_sweep import ADD_BATCH
 from minsep.framework.interfaces import PrivacyLossModel
 from minsep.framework.montecarlo import RunPlan, Stage
 from minsep.framework.montecarlo.planning import format_seconds
-from minsep.framework.montecarlo.precision import samples_for_precision
+from minsep.framework.montecarlo.precision import BEYOND_PRECISION, samples_for_precision
 
 __all__ = [
     "BLOCK_BOUND_AFTER",
@@ -200,7 +200,7 @@ def calibration_add(
     if binding > within:
         estimated = "not timed" if seconds is None else f"estimated {format_seconds(seconds)}"
         beyond = (
-            f"from sigma {binding:.4g}, beyond the precision asked for (the estimate's sigma is "
+            f"from sigma {binding:.4g}, {BEYOND_PRECISION} (the estimate's sigma is "
             f"{sigma:.4g}): plain add draws, {samples:,} per walked entry, {estimated}, over "
             f"the limit of {format_seconds(max_seconds or 0.0)}"
         )

@@ -62,6 +62,7 @@ from minsep.framework.compare_row import ComparisonRow
 from minsep.framework.compare_setup import DEFAULT_EPSILON, ComparisonSetup, available_families
 from minsep.framework.errors import CalibrationError, ConfigurationError, NotAccountableError
 from minsep.framework.interfaces import Accountant
+from minsep.framework.montecarlo.precision import BEYOND_PRECISION
 from minsep.framework.results import EXACT, UPPER_BOUND, CalibrationResult, EpsilonResult
 from minsep.framework.setup import accountant_fields, build_accountant, strategy_bands
 
@@ -99,7 +100,14 @@ def _row_accountant(
     )
     chosen, _ = choose_samples(args, accountant, item.scheme, item.strategy, question, numbers)
     proposal = getattr(chosen, "proposal", None)
-    return chosen, "" if proposal in (None, "auto", "plain") else f"{proposal} route"
+    if proposal in (None, "auto", "plain"):
+        return chosen, ""
+    if BEYOND_PRECISION in (getattr(chosen, "routed", None) or ""):
+        return chosen, (
+            f"{proposal} route, the add direction by its bound: sigma {BEYOND_PRECISION}, "
+            "plain add draws being over --max-seconds"
+        )
+    return chosen, f"{proposal} route"
 
 
 def _evaluate(setup: ComparisonSetup, item: RowPlan, accountant: Accountant) -> ComparisonRow:

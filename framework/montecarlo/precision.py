@@ -20,6 +20,7 @@ from minsep.framework.montecarlo.bounds import base_delta, min_samples
 from minsep.framework.validation import check_range
 
 __all__ = [
+    "BEYOND_PRECISION",
     "DEFAULT_PRECISION",
     "LOOSEST_PRECISION",
     "precision_of_samples",
@@ -31,6 +32,9 @@ DEFAULT_PRECISION = 0.05
 #: The loosest precision a run is shrunk to when it must fit a time limit (``delta_b =
 #: delta**1.3``: 1/8 of delta at delta = 1e-3; looser runs often certify nothing).
 LOOSEST_PRECISION = 0.3
+#: How a route's label (an accountant's ``routed``) says that the answer it plans lies beyond
+#: the precision asked for, traded for a time limit; ``compare`` repeats it in a row's note.
+BEYOND_PRECISION = "beyond the precision asked for"
 
 
 def samples_for_precision(delta: float, precision: float, *, candidates: int = 1) -> int:

@@ -139,3 +139,38 @@ def test_random_phase_rows_take_the_escort_route() -> None:
     assert [r.note for r in rows] == ["escort route"]
     assert rows[0].epsilon is not None and rows[0].samples is not None
     assert rows[0].samples < samples_for_precision(1e-6, 0.05) / 100
+
+
+@pytest.mark.parametrize(
+    ("routed", "expected"),
+    [
+        ("escort (...; add direction bounded (§10, §10.1))", "escort route"),
+        (
+            "escort (...; add direction bounded (§10, §10.1) from sigma 1.486, beyond the "
+            "precision asked for (...): plain add draws, 9,000,000 per walked entry, ...)",
+            "escort route, the add direction by its bound: sigma beyond the precision asked "
+            "for, plain add draws being over --max-seconds",
+        ),
+    ],
+)
+def test_a_row_whose_add_bound_overshoots_the_precision_says_so(
+    monkeypatch: pytest.MonkeyPatch, routed: str, expected: str
+) -> None:
+    """A route that traded the precision for the time limit (docs/rdp-escort.md §8, where the
+    add bound binds) is named in the row's note: its sigma is certified but looser than the
+    precision promises, and "sigma low" does not show it."""
+
+    @attrs.frozen
+    class Routed:
+        proposal: str = "escort"
+        routed: str = ""
+
+    from minsep.accountants.monte_carlo import MonteCarloAccountant
+    from minsep.framework.cli import sample_choice
+
+    chosen = Routed(routed=routed)
+    monkeypatch.setattr(sample_choice, "choose_samples", lambda *args: (chosen, None))
+    setup = ComparisonSetup(**TINY, bands=(2,), families=("b_min_sep",), precision=0.05)
+    item = cc.plan(setup, lambda name: MonteCarloAccountant())[0]
+    _, note = cc._row_accountant(setup, item, MonteCarloAccountant())
+    assert note == expected
