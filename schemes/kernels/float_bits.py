@@ -11,7 +11,8 @@ the reference.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,8 +31,8 @@ def _from_bits_reference(bits: int) -> float:
     return float(np.int64(bits).view(np.float64))
 
 
-as_bits: Any = _as_bits_reference
-from_bits: Any = _from_bits_reference
+as_bits: Callable[[float], int] = _as_bits_reference
+from_bits: Callable[[int], float] = _from_bits_reference
 
 if NUMBA_AVAILABLE:  # pragma: no branch - whichever environment runs the tests
     from llvmlite import ir
@@ -39,7 +40,7 @@ if NUMBA_AVAILABLE:  # pragma: no branch - whichever environment runs the tests
     from numba.extending import intrinsic
 
     @intrinsic
-    def as_bits(typingctx: Any, value: Any) -> Any:
+    def _as_bits_compiled(typingctx: Any, value: Any) -> Any:
         """Compiled :func:`_as_bits_reference` (float64 to int64, the same bits)."""
         if value != types.float64:
             return None
@@ -50,7 +51,7 @@ if NUMBA_AVAILABLE:  # pragma: no branch - whichever environment runs the tests
         return types.int64(types.float64), codegen
 
     @intrinsic
-    def from_bits(typingctx: Any, bits: Any) -> Any:
+    def _from_bits_compiled(typingctx: Any, bits: Any) -> Any:
         """Compiled :func:`_from_bits_reference` (int64 to float64, the same bits)."""
         if bits != types.int64:
             return None
@@ -59,3 +60,7 @@ if NUMBA_AVAILABLE:  # pragma: no branch - whichever environment runs the tests
             return builder.bitcast(args[0], ir.DoubleType())
 
         return types.float64(types.int64), codegen
+
+    # called from compiled code only, where numba types them by the signatures above
+    as_bits = cast(Callable[[float], int], _as_bits_compiled)
+    from_bits = cast(Callable[[int], float], _from_bits_compiled)
