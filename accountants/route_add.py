@@ -149,6 +149,13 @@ class CalibrationAdd:
     centre: float | None = None
     beyond: str | None = None
 
+    def label(self, exact_zero: bool) -> str:
+        """How the route names this add direction where it takes no draws: exactly 0 (at or
+        past ``ln(1/pi(empty))``), else bounded, with ``beyond`` where that applies."""
+        if exact_zero:
+            return "exact zero"
+        return " ".join(part for part in ("bounded (§10, §10.1)", self.beyond) if part)
+
 
 def calibration_add(
     model: PrivacyLossModel,

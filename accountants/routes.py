@@ -420,9 +420,7 @@ def choose_route(
                     model, (epsilon, entry, delta), precision, seed, plain_plan, top, max_seconds
                 )
                 add_m, extra = plan.samples, plan.seconds
-                add = "exact zero" if epsilon >= add_threshold(model) else "bounded (§10, §10.1)"
-                if plan.beyond is not None:
-                    add = f"{add} {plan.beyond}"
+                add = plan.label(exact_zero=epsilon >= add_threshold(model))
                 if plan.centre is not None:  # the walk moves up: its support bound shrinks
                     bounds = BOUND_STEPS + 1  # the entries pay one bound each
                     sigma = plan.centre

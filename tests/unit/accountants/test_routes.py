@@ -370,3 +370,14 @@ def test_a_time_limit_trades_the_precision_for_the_add_bound(
     assert plan(2 * draws_seconds).centre is None  # the draws fit the limit
     within = plan(draws_seconds / 2, precision=1.0)  # 1.7 is within sigma (1 + 1.0)
     assert within.centre is not None and within.beyond is None
+
+
+def test_the_add_label_names_exact_zero_the_bound_and_its_overshoot() -> None:
+    plan = route_add.CalibrationAdd(True, None, 0.0)
+    assert plan.label(exact_zero=True) == "exact zero"
+    assert plan.label(exact_zero=False) == "bounded (§10, §10.1)"
+    beyond = attrs.evolve(plan, centre=1.7, beyond="from sigma 1.7, beyond the precision")
+    assert (
+        beyond.label(exact_zero=False)
+        == "bounded (§10, §10.1) from sigma 1.7, beyond the precision"
+    )
