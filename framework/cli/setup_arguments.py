@@ -141,7 +141,7 @@ def _add_run_arguments(mc: argparse._ArgumentGroup) -> None:
         "--workers",
         type=parse_workers,
         help="worker processes, or auto (default for Monte Carlo: the CPUs free now, i.e. "
-        "usable CPUs less the rounded load average; results do not depend on it)",
+        "usable CPUs less those other processes keep busy, rounded; results do not depend on it)",
     )
     mc.add_argument(
         "--executor",

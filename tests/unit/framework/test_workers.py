@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import Any
 
 import pytest
 
@@ -18,9 +19,12 @@ from minsep.framework.errors import ConfigurationError
 
 @pytest.fixture
 def machine(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
-    """A machine of 4 usable CPUs whose 1-minute load the test sets in ``state["load"]``."""
+    """A machine of 4 usable CPUs whose 1-minute load the test sets in ``state["load"]`` (no
+    ``/proc/stat`` measurement: the load average is what ``auto`` reads)."""
     state = {"load": 0.0}
     monkeypatch.setattr(workers, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(workers, "busy_cpus", lambda: None)
+    monkeypatch.setattr(workers, "_measured", [])
     monkeypatch.setattr(os, "getloadavg", lambda: (state["load"], 0.0, 0.0))
     return state
 
@@ -40,6 +44,86 @@ def test_choose_workers_reads_the_load_average(machine: dict[str, float]) -> Non
     assert workers.choose_workers() == 2
     machine["load"] = 0.1
     assert workers.choose_workers() == 4
+
+
+def _stat(*cpus: tuple[int, int, int]) -> str:
+    """A /proc/stat with an aggregate line and ``cpuN`` lines of (user, idle, iowait) ticks."""
+    lines = ["cpu  999 0 999 999 999 0 0 0 0 0"]
+    for number, (user, idle, iowait) in enumerate(cpus):
+        lines.append(f"cpu{number} {user} 0 5 {idle} {iowait} 1 1 3 0 0")
+    return "\n".join([*lines, "intr 12345 0 0", "ctxt 99"]) + "\n"
+
+
+class FakeStat:
+    """A /proc/stat file whose contents change to ``after`` during the measurement's sleep."""
+
+    def __init__(self, path: Any) -> None:
+        self.path = path
+        self.after = ""
+
+    def set(self, before: str, after: str | None = None) -> None:
+        self.path.write_text(before)
+        self.after = before if after is None else after
+
+
+@pytest.fixture
+def proc_stat(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> FakeStat:
+    """A fake /proc/stat on usable CPUs {0, 2}, no measurement kept."""
+    fake = FakeStat(tmp_path / "stat")
+    monkeypatch.setattr(workers, "PROC_STAT", str(fake.path))
+    monkeypatch.setattr(workers, "_affinity", lambda: {0, 2})
+    monkeypatch.setattr(workers, "_measured", [])
+    monkeypatch.setattr(workers.time, "sleep", lambda seconds: fake.path.write_text(fake.after))
+    return fake
+
+
+def test_the_ticks_count_the_usable_cpus_only(proc_stat: FakeStat) -> None:
+    """cpu0 and cpu2 (not the aggregate line, not cpu1); idle and iowait are not busy, steal
+    is."""
+    proc_stat.set(_stat((10, 50, 5), (1000, 0, 0), (20, 30, 0)))
+    busy, total = workers._cpu_ticks({0, 2})  # type: ignore[misc]
+    assert busy == (10 + 5 + 1 + 1 + 3) + (20 + 5 + 1 + 1 + 3)
+    assert total == busy + 50 + 5 + 30
+
+
+def test_busy_cpus_is_the_busy_share_of_the_window(proc_stat: FakeStat) -> None:
+    """Over the window cpu0 spends 90 ticks busy and 10 idle, cpu2 10 busy and 90 idle (cpu1,
+    not usable, is ignored): 2 x 100 / 200 = 1 busy CPU."""
+    proc_stat.set(
+        _stat((0, 0, 0), (0, 0, 0), (0, 0, 0)), _stat((90, 10, 0), (0, 500, 0), (10, 90, 0))
+    )
+    assert workers.busy_cpus() == pytest.approx(1.0)
+
+
+def test_auto_reads_the_measurement_and_keeps_it(
+    proc_stat: FakeStat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The busy CPUs, not the load average (which still counts a command that just ended), and
+    one measurement serves the asks of the next ``BUSY_KEPT`` seconds."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 0.0, 0.0))
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 2)
+    proc_stat.set(_stat((0, 0, 0), (0, 0, 0), (0, 0, 0)), _stat((1, 99, 0), (0, 0, 0), (0, 100, 0)))
+    assert workers.choose_workers() == 2  # 0.01 busy, where the load average says 1.9
+    monkeypatch.setattr(workers, "busy_cpus", lambda: pytest.fail("measured again"))
+    assert workers.expected_cores(2) == pytest.approx(2 * 2 / 2.01)  # the kept 0.01
+
+
+@pytest.mark.parametrize("broken", ["missing", "no usable cpu lines", "no ticks passed"])
+def test_without_a_measurement_auto_reads_the_load_average(
+    proc_stat: FakeStat, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.9, 0.0, 0.0))
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 4)
+    if broken == "missing":
+        monkeypatch.setattr(workers, "PROC_STAT", "/nonexistent/stat")
+        assert workers._cpu_ticks({0}) is None
+    elif broken == "no usable cpu lines":
+        monkeypatch.setattr(workers, "_affinity", lambda: {7})
+        proc_stat.set(_stat((1, 1, 1)), _stat((5, 5, 5)))
+    else:
+        proc_stat.set(_stat((1, 1, 1), (0, 0, 0), (1, 1, 1)))
+    assert workers.busy_cpus() is None
+    assert workers.choose_workers() == 2  # 4 - round(1.9)
 
 
 def test_usable_cpus_follows_the_affinity_mask(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +149,7 @@ def test_resolve_workers_logs_the_choice(
     machine["load"] = 1.2
     with caplog.at_level(logging.INFO, logger="minsep.plan"):
         assert workers.resolve_workers("auto") == 3
-    assert "workers auto = 3 (4 usable CPUs, load average 1.20)" in caplog.text
+    assert "workers auto = 3 (4 usable CPUs, 1.20 busy)" in caplog.text
     assert workers.resolve_workers(7) == 7
 
 

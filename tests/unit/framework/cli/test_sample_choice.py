@@ -91,7 +91,7 @@ def test_max_seconds_cuts_chosen_samples_to_fit(capsys: pytest.CaptureFixture[st
     full = samples_for_precision(1e-2, 0.05, candidates=8)
     # plain named: under auto the escort may be cheaper here (the add direction is settled by
     # the block bound of docs/math.md §10.1), and this test is about cutting plain samples
-    result, err = _epsilon(capsys, "--proposal", "plain", "--max-seconds", "40")
+    result, err = _epsilon(capsys, "--proposal", "plain", "--max-seconds", "40", "--workers", "1")
     assert result["monte_carlo"]["samples"] == int(full * 0.4)
     reached = precision_of_samples(int(full * 0.4), 1e-2, candidates=8)
     assert f"to fit --max-seconds 40 (estimated 100 s for {full:,}): precision {reached:.3g}" in err
