@@ -337,8 +337,8 @@ class ProcessExecutor:
                     if losses > self.retries:
                         raise WorkersLostError(
                             f"a worker process was lost {losses} times (killed, or ended by "
-                            f"the operating system, e.g. out of memory); chunk {index} was "
-                            f"computed again on fresh workers {self.retries} times and the "
+                            f"the operating system, e.g. out of memory); the chunks from {index} "
+                            f"on were computed again on fresh workers {self.retries} times and the "
                             "run gives up: lower --chunk-size or --workers, or resume from "
                             f"the checkpoint ({exc})"
                         ) from None

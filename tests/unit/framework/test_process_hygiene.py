@@ -170,8 +170,11 @@ def test_a_lost_worker_is_replaced_and_the_lost_chunks_recomputed(tmp_path: Path
 
 
 def test_a_chunk_that_keeps_killing_workers_is_given_up(tmp_path: Path) -> None:
+    """Chunk 5 kills its worker every time; the broken pool also loses chunk 4 when it was
+    still running on the other worker, so the message names the first chunk not returned (4
+    or 5, as the two workers raced), not a culprit it cannot know."""
     executor = ProcessExecutor(max_workers=2, retries=1)
-    with pytest.raises(WorkersLostError, match=r"lost 2 times.*chunk 5.*1 times"):
+    with pytest.raises(WorkersLostError, match=r"lost 2 times.*chunks from [45] on.*1 times"):
         list(executor.map(KillsItsWorker(str(tmp_path), times=5), range(12)))
     assert list(executor.map(KillsItsWorker(str(tmp_path), times=0), range(3))) == [0, 1, 4]
 
